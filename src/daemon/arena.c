@@ -1,0 +1,132 @@
+/*
+ * arena.c - page arena; see arena.h for the design.
+ */
+#include "arena.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+int arena_init(struct arena *a)
+{
+	memset(a, 0, sizeof(*a));
+	atomic_init(&a->in_use, 0);
+	return -pthread_mutex_init(&a->lock, NULL);
+}
+
+void arena_destroy(struct arena *a)
+{
+	for (size_t i = 0; i < a->nchunks; i++)
+		munmap(a->chunks[i], ARENA_CHUNK_BYTES);
+	free(a->chunks);
+	free(a->free_pages);
+	pthread_mutex_destroy(&a->lock);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Caller holds a->lock. */
+static int arena_grow_locked(struct arena *a)
+{
+	char *c;
+
+	if (a->nchunks == a->chunks_cap) {
+		size_t cap = a->chunks_cap ? a->chunks_cap * 2 : 16;
+		char **n = realloc(a->chunks, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		a->chunks = n;
+		a->chunks_cap = cap;
+	}
+	c = mmap(NULL, ARENA_CHUNK_BYTES, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (c == MAP_FAILED)
+		return -errno;
+	a->chunks[a->nchunks++] = c;
+	a->bump = c;
+	a->bump_end = c + ARENA_CHUNK_BYTES;
+	return 0;
+}
+
+void *arena_alloc(struct arena *a)
+{
+	void *p = NULL;
+
+	pthread_mutex_lock(&a->lock);
+	if (a->nfree) {
+		p = a->free_pages[--a->nfree];
+	} else {
+		if (a->bump == a->bump_end && arena_grow_locked(a) < 0)
+			goto out_unlock;
+		p = a->bump;
+		a->bump += ARENA_PAGE_SIZE;
+	}
+	atomic_fetch_add_explicit(&a->in_use, 1, memory_order_relaxed);
+out_unlock:
+	pthread_mutex_unlock(&a->lock);
+	return p;
+}
+
+/*
+ * Room on the free stack for n more pages.  Pages always fit in the end:
+ * the stack can never hold more pages than were carved, and we size it
+ * ahead; if growing fails we keep the page out of circulation (still
+ * released to the kernel) rather than lose track of the count.
+ */
+static int arena_reserve_free_locked(struct arena *a, size_t n)
+{
+	size_t cap;
+	void **p;
+
+	if (a->nfree + n <= a->free_cap)
+		return 0;
+	cap = a->free_cap ? a->free_cap : 1024;
+	while (cap < a->nfree + n)
+		cap *= 2;
+	p = realloc(a->free_pages, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	a->free_pages = p;
+	a->free_cap = cap;
+	return 0;
+}
+
+void arena_free(struct arena *a, void *page)
+{
+	arena_free_batch(a, &page, 1);
+}
+
+static int cmp_ptr(const void *x, const void *y)
+{
+	uintptr_t a = (uintptr_t)*(void *const *)x;
+	uintptr_t b = (uintptr_t)*(void *const *)y;
+
+	return (a > b) - (a < b);
+}
+
+void arena_free_batch(struct arena *a, void **pages, size_t n)
+{
+	size_t i, run;
+
+	if (!n)
+		return;
+	if (n > 1)
+		qsort(pages, n, sizeof(*pages), cmp_ptr);
+	/* Give the memory back outside the lock: madvise can be slow. */
+	for (i = 0; i < n; i += run) {
+		char *start = pages[i];
+
+		for (run = 1; i + run < n &&
+		     (char *)pages[i + run] == start + run * ARENA_PAGE_SIZE; run++)
+			;
+		madvise(start, run * ARENA_PAGE_SIZE, MADV_DONTNEED);
+	}
+	pthread_mutex_lock(&a->lock);
+	if (arena_reserve_free_locked(a, n) == 0) {
+		memcpy(a->free_pages + a->nfree, pages, n * sizeof(*pages));
+		a->nfree += n;
+	}
+	atomic_fetch_sub_explicit(&a->in_use, n, memory_order_relaxed);
+	pthread_mutex_unlock(&a->lock);
+}

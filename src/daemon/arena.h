@@ -1,0 +1,62 @@
+/*
+ * arena.h - the page arena: where file data lives.
+ *
+ * The arena hands out 4096-byte pages carved from large anonymous
+ * mappings (chunks of ARENA_CHUNK_BYTES, reserved with MAP_NORESERVE so
+ * virtual space costs nothing until a page is touched).  Freed pages go
+ * on a free stack and are given back to the kernel at once with
+ * madvise(MADV_DONTNEED), so the daemon's RSS falls as soon as data is
+ * deleted, truncated or purged.  A freed page reads as zeros when it is
+ * handed out again.
+ *
+ * Batches (arena_free_batch) are sorted and coalesced into runs so that
+ * freeing a large file costs one madvise per contiguous run, not per page.
+ *
+ * Accounting: arena_pages() is the number of pages handed out and not
+ * freed.  Callers write every page they allocate (the FUSE glue never
+ * leaves a fresh page untouched), so this is the arena's share of RSS.
+ *
+ * Locking: one mutex, a leaf lock (nothing else is taken while it is
+ * held).  The free stack, the chunk table and the bump pointer are
+ * protected by it; the page counter is atomic and may be read lock-free.
+ */
+#ifndef VOLATILEFS_ARENA_H
+#define VOLATILEFS_ARENA_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARENA_PAGE_SIZE 4096u
+#define ARENA_PAGE_SHIFT 12
+#define ARENA_CHUNK_BYTES (64u << 20)
+
+struct arena {
+	pthread_mutex_t lock;
+	char **chunks;            /* protected by lock */
+	size_t nchunks, chunks_cap; /* protected by lock */
+	char *bump;               /* next never-used page of the newest chunk */
+	char *bump_end;
+	void **free_pages;        /* free stack; protected by lock */
+	size_t nfree, free_cap;
+	atomic_uint_fast64_t in_use; /* pages handed out */
+};
+
+/* Zero on success, -errno on failure. */
+int arena_init(struct arena *a);
+/* Unmaps everything; pages still handed out become invalid. */
+void arena_destroy(struct arena *a);
+
+/* A page, or NULL when the system is out of memory. */
+void *arena_alloc(struct arena *a);
+void arena_free(struct arena *a, void *page);
+/* Frees n pages; reorders the array. */
+void arena_free_batch(struct arena *a, void **pages, size_t n);
+
+static inline uint64_t arena_pages(struct arena *a)
+{
+	return atomic_load_explicit(&a->in_use, memory_order_relaxed);
+}
+
+#endif

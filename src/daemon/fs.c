@@ -1,0 +1,771 @@
+/*
+ * fs.c - namespace, attributes, data and xattrs with their locking; see
+ * fs.h and, for the lock rules and node lifetime, inode.h.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "file.h"
+
+#define VOLATILE_XATTR_PREFIX "user.volatile."
+
+static void release_page(void *page, void *ctx)
+{
+	page_batch_release(page, ctx);
+}
+
+/* Free a node that has neither names nor kernel references.  ns_lock held for writing. */
+static void node_free(struct fs *fs, struct inode *n)
+{
+	struct page_batch b = { .arena = &fs->arena };
+
+	inode_free(&fs->itable, n, release_page, &b);
+	page_batch_flush(&b);
+}
+
+static void node_maybe_free(struct fs *fs, struct inode *n)
+{
+	if (n->nlink == 0 && atomic_load(&n->nlookup) == 0)
+		node_free(fs, n);
+}
+
+int fs_init(struct fs *fs, const struct fs_config *cfg)
+{
+	int ret;
+
+	memset(fs, 0, sizeof(*fs));
+	ret = -pthread_rwlock_init(&fs->ns_lock, NULL);
+	if (ret)
+		return ret;
+	ret = arena_init(&fs->arena);
+	if (ret)
+		goto out_ns;
+	ret = mem_init(&fs->mem, &fs->arena, cfg->memory_limit, cfg->memory_low);
+	if (ret)
+		goto out_arena;
+	ret = itable_init(&fs->itable);
+	if (ret)
+		goto out_mem;
+	fs->root = inode_new(&fs->itable, S_IFDIR | (cfg->root_mode & 07777), cfg->root_uid,
+			     cfg->root_gid, 0);
+	if (!fs->root) {
+		ret = -ENOMEM;
+		goto out_itable;
+	}
+	fs->root->nlink = 2;
+	fs->root->size = 2 * FS_DIRENT_SIZE;
+	fs->root->dir.parent = fs->root;
+	atomic_store(&fs->root->nlookup, 1); /* the kernel's, never forgotten */
+	return 0;
+
+out_itable:
+	itable_destroy(&fs->itable, NULL, NULL);
+out_mem:
+	mem_destroy(&fs->mem);
+out_arena:
+	arena_destroy(&fs->arena);
+out_ns:
+	pthread_rwlock_destroy(&fs->ns_lock);
+	return ret;
+}
+
+void fs_destroy(struct fs *fs)
+{
+	struct page_batch b = { .arena = &fs->arena };
+
+	itable_destroy(&fs->itable, release_page, &b);
+	page_batch_flush(&b);
+	mem_destroy(&fs->mem);
+	arena_destroy(&fs->arena);
+	pthread_rwlock_destroy(&fs->ns_lock);
+}
+
+static int check_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0)
+		return -ENOENT;
+	if (len > FS_NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Time stamps to bring to now. */
+#define T_A 1u
+#define T_M 2u
+#define T_C 4u
+
+static void stamp_locked(struct inode *n, unsigned which)
+{
+	struct timespec now;
+
+	inode_now(&now);
+	if (which & T_A)
+		n->atime = now;
+	if (which & T_M)
+		n->mtime = now;
+	if (which & T_C)
+		n->ctime = now;
+}
+
+static void stamp(struct inode *n, unsigned which)
+{
+	pthread_rwlock_wrlock(&n->lock);
+	stamp_locked(n, which);
+	pthread_rwlock_unlock(&n->lock);
+}
+
+/* nlink changes need ns_lock (held for writing by the caller) and the node's lock. */
+static void nlink_add(struct inode *n, int delta, bool touch_ctime)
+{
+	pthread_rwlock_wrlock(&n->lock);
+	n->nlink = (uint32_t)((int64_t)n->nlink + delta);
+	if (touch_ctime)
+		stamp_locked(n, T_C);
+	pthread_rwlock_unlock(&n->lock);
+}
+
+/* A directory's entries changed: its size, mtime and ctime follow.  ns_lock held. */
+static void dir_changed(struct inode *dir)
+{
+	pthread_rwlock_wrlock(&dir->lock);
+	dir->size = (dir->dir.entries.count + 2) * FS_DIRENT_SIZE;
+	stamp_locked(dir, T_M | T_C);
+	pthread_rwlock_unlock(&dir->lock);
+}
+
+static void stat_of(struct inode *n, struct stat *st)
+{
+	pthread_rwlock_rdlock(&n->lock);
+	inode_stat_locked(n, st);
+	pthread_rwlock_unlock(&n->lock);
+}
+
+int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode **out,
+	      struct stat *st)
+{
+	struct dirent_node *e;
+	int ret = check_name(name);
+
+	if (ret)
+		return ret;
+	if (!S_ISDIR(dir->mode))
+		return -ENOTDIR;
+	pthread_rwlock_rdlock(&fs->ns_lock);
+	e = dir_find(&dir->dir.entries, name);
+	if (!e) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	atomic_fetch_add(&e->inode->nlookup, 1);
+	*out = e->inode;
+	stat_of(e->inode, st);
+out_unlock:
+	pthread_rwlock_unlock(&fs->ns_lock);
+	return ret;
+}
+
+void fs_forget(struct fs *fs, struct inode *n, uint64_t count)
+{
+	uint64_t cur = atomic_load(&n->nlookup);
+
+	/* Lock-free while the count stays above zero ... */
+	while (cur > count)
+		if (atomic_compare_exchange_weak(&n->nlookup, &cur, cur - count))
+			return;
+	/* ... the last reference is dropped under ns_lock, where the node
+	 * may be freed; no lookup can take a new one meanwhile. */
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	cur = atomic_load(&n->nlookup);
+	atomic_store(&n->nlookup, cur > count ? cur - count : 0);
+	if (n != fs->root)
+		node_maybe_free(fs, n);
+	pthread_rwlock_unlock(&fs->ns_lock);
+}
+
+void fs_getattr(struct fs *fs, struct inode *n, struct stat *st)
+{
+	(void)fs;
+	stat_of(n, st);
+}
+
+int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, struct stat *st)
+{
+	unsigned v = sa->valid;
+	int ret = 0;
+
+	if ((v & FS_SET_SIZE) && !S_ISREG(n->mode))
+		return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+	pthread_rwlock_wrlock(&n->lock);
+	if (v & FS_SET_SIZE) {
+		uint64_t old = n->size;
+
+		ret = file_truncate_locked(&fs->mem, n, sa->size);
+		if (ret)
+			goto out_unlock;
+		if (old != sa->size)
+			stamp_locked(n, T_M | T_C);
+	}
+	if (v & FS_SET_MODE)
+		n->mode = (n->mode & S_IFMT) | (sa->mode & 07777);
+	if (v & FS_SET_UID)
+		n->uid = sa->uid;
+	if (v & FS_SET_GID)
+		n->gid = sa->gid;
+	if (v & FS_SET_ATIME_NOW)
+		stamp_locked(n, T_A);
+	else if (v & FS_SET_ATIME)
+		n->atime = sa->atime;
+	if (v & FS_SET_MTIME_NOW)
+		stamp_locked(n, T_M);
+	else if (v & FS_SET_MTIME)
+		n->mtime = sa->mtime;
+	if (v & FS_SET_CTIME)
+		n->ctime = sa->ctime;
+	else if (v & (FS_SET_MODE | FS_SET_UID | FS_SET_GID | FS_SET_ATIME | FS_SET_MTIME |
+		      FS_SET_ATIME_NOW | FS_SET_MTIME_NOW))
+		stamp_locked(n, T_C);
+	inode_stat_locked(n, st);
+out_unlock:
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}
+
+int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, dev_t rdev,
+	     const char *target, const struct fs_cred *cred, struct inode **out,
+	     struct stat *st)
+{
+	struct inode *n;
+	gid_t gid = cred->gid;
+	char *copy = NULL;
+	int ret = check_name(name);
+
+	if (ret)
+		return ret;
+	if (!S_ISDIR(dir->mode))
+		return -ENOTDIR;
+	switch (mode & S_IFMT) {
+	case S_IFREG: case S_IFDIR: case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
+		break;
+	case S_IFLNK:
+		if (!target)
+			return -EINVAL;
+		copy = strdup(target);
+		if (!copy)
+			return -ENOMEM;
+		break;
+	default:
+		return -EINVAL;
+	}
+	/* Metadata costs memory too: refuse new nodes once over the limit. */
+	ret = mem_charge(&fs->mem, 0);
+	if (ret)
+		goto out_free;
+
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	if (dir->nlink == 0) {
+		ret = -ENOENT; /* removed while we waited */
+		goto out_unlock;
+	}
+	if (dir_find(&dir->dir.entries, name)) {
+		ret = -EEXIST;
+		goto out_unlock;
+	}
+	/* Group of a setgid directory, and setgid inherited by directories
+	 * (the VFS already stripped S_ISGID where the caller may not have it). */
+	if (dir->mode & S_ISGID) {
+		gid = dir->gid;
+		if (S_ISDIR(mode))
+			mode |= S_ISGID;
+	}
+	n = inode_new(&fs->itable, mode, cred->uid, gid, S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0);
+	if (!n) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	ret = dir_add(&dir->dir.entries, name, n, NULL);
+	if (ret) {
+		node_free(fs, n);
+		goto out_unlock;
+	}
+	if (S_ISDIR(mode)) {
+		n->nlink = 2;
+		n->size = 2 * FS_DIRENT_SIZE;
+		n->dir.parent = dir;
+		nlink_add(dir, 1, false);
+	} else {
+		n->nlink = 1;
+		if (S_ISLNK(mode)) {
+			n->target = copy;
+			n->size = strlen(copy);
+			copy = NULL;
+		}
+	}
+	dir_changed(dir);
+	atomic_store(&n->nlookup, 1);
+	*out = n;
+	inode_stat_locked(n, st); /* unreachable by others until ns_lock drops */
+out_unlock:
+	pthread_rwlock_unlock(&fs->ns_lock);
+out_free:
+	free(copy);
+	return ret;
+}
+
+int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *newname,
+	    struct stat *st)
+{
+	int ret = check_name(newname);
+
+	if (ret)
+		return ret;
+	if (S_ISDIR(n->mode))
+		return -EPERM;
+	if (!S_ISDIR(newdir->mode))
+		return -ENOTDIR;
+	ret = mem_charge(&fs->mem, 0);
+	if (ret)
+		return ret;
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	if (newdir->nlink == 0) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	if (n->nlink == 0) {
+		ret = -ENOENT; /* linking an unlinked file, as the VFS refuses */
+		goto out_unlock;
+	}
+	ret = dir_add(&newdir->dir.entries, newname, n, NULL);
+	if (ret)
+		goto out_unlock;
+	nlink_add(n, 1, true);
+	dir_changed(newdir);
+	atomic_fetch_add(&n->nlookup, 1);
+	stat_of(n, st);
+out_unlock:
+	pthread_rwlock_unlock(&fs->ns_lock);
+	return ret;
+}
+
+/* Drop one name of n (already removed from its directory).  ns_lock held for writing. */
+static void drop_name(struct fs *fs, struct inode *parent, struct inode *n)
+{
+	if (S_ISDIR(n->mode)) {
+		nlink_add(n, -(int)n->nlink, true); /* an empty directory: 2 -> 0 */
+		nlink_add(parent, -1, false);
+	} else {
+		nlink_add(n, -1, true);
+	}
+	node_maybe_free(fs, n);
+}
+
+static int remove_entry(struct fs *fs, struct inode *dir, const char *name, bool want_dir)
+{
+	struct dirent_node *e;
+	struct inode *n;
+	int ret = check_name(name);
+
+	if (ret)
+		return ret;
+	if (!S_ISDIR(dir->mode))
+		return -ENOTDIR;
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	e = dir_find(&dir->dir.entries, name);
+	if (!e) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	n = e->inode;
+	if (want_dir && !S_ISDIR(n->mode)) {
+		ret = -ENOTDIR;
+		goto out_unlock;
+	}
+	if (!want_dir && S_ISDIR(n->mode)) {
+		ret = -EISDIR;
+		goto out_unlock;
+	}
+	if (want_dir && n->dir.entries.count) {
+		ret = -ENOTEMPTY;
+		goto out_unlock;
+	}
+	dir_remove(&dir->dir.entries, e);
+	dir_changed(dir);
+	drop_name(fs, dir, n);
+out_unlock:
+	pthread_rwlock_unlock(&fs->ns_lock);
+	return ret;
+}
+
+int fs_unlink(struct fs *fs, struct inode *dir, const char *name)
+{
+	return remove_entry(fs, dir, name, false);
+}
+
+int fs_rmdir(struct fs *fs, struct inode *dir, const char *name)
+{
+	return remove_entry(fs, dir, name, true);
+}
+
+/* Is a the directory d or one of its ancestors?  ns_lock held. */
+static bool is_ancestor(struct fs *fs, struct inode *a, struct inode *d)
+{
+	for (;;) {
+		if (d == a)
+			return true;
+		if (d == fs->root)
+			return false;
+		d = d->dir.parent;
+	}
+}
+
+/* A directory moved from one parent to another.  ns_lock held for writing. */
+static void reparent(struct inode *d, struct inode *from, struct inode *to)
+{
+	if (from == to)
+		return;
+	d->dir.parent = to;
+	nlink_add(from, -1, false);
+	nlink_add(to, 1, false);
+}
+
+static int rename_exchange(struct fs *fs, struct inode *olddir, struct dirent_node *oe,
+			   struct inode *newdir, struct dirent_node *ne)
+{
+	struct inode *a = oe->inode, *b = ne->inode;
+
+	if (S_ISDIR(a->mode) && is_ancestor(fs, a, newdir))
+		return -EINVAL;
+	if (S_ISDIR(b->mode) && is_ancestor(fs, b, olddir))
+		return -EINVAL;
+	dir_retarget(oe, b);
+	dir_retarget(ne, a);
+	if (S_ISDIR(a->mode))
+		reparent(a, olddir, newdir);
+	if (S_ISDIR(b->mode))
+		reparent(b, newdir, olddir);
+	stamp(a, T_C);
+	stamp(b, T_C);
+	dir_changed(olddir);
+	if (newdir != olddir)
+		dir_changed(newdir);
+	return 0;
+}
+
+int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
+	      struct inode *newdir, const char *newname, unsigned flags)
+{
+	struct dirent_node *oe, *ne;
+	struct inode *src, *dst;
+	int ret;
+
+	ret = check_name(oldname);
+	if (!ret)
+		ret = check_name(newname);
+	if (ret)
+		return ret;
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+		return -EINVAL;
+	if (!S_ISDIR(olddir->mode) || !S_ISDIR(newdir->mode))
+		return -ENOTDIR;
+
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	oe = dir_find(&olddir->dir.entries, oldname);
+	if (!oe) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	ne = dir_find(&newdir->dir.entries, newname);
+	src = oe->inode;
+	dst = ne ? ne->inode : NULL;
+
+	if (flags & RENAME_EXCHANGE) {
+		ret = ne ? rename_exchange(fs, olddir, oe, newdir, ne) : -ENOENT;
+		goto out_unlock;
+	}
+	if (ne && (flags & RENAME_NOREPLACE)) {
+		ret = -EEXIST;
+		goto out_unlock;
+	}
+	if (dst == src)
+		goto out_unlock; /* two names of one node: POSIX says do nothing */
+	if (S_ISDIR(src->mode) && is_ancestor(fs, src, newdir)) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	if (dst) {
+		if (S_ISDIR(src->mode) && !S_ISDIR(dst->mode)) {
+			ret = -ENOTDIR;
+			goto out_unlock;
+		}
+		if (!S_ISDIR(src->mode) && S_ISDIR(dst->mode)) {
+			ret = -EISDIR;
+			goto out_unlock;
+		}
+		if (S_ISDIR(dst->mode) && dst->dir.entries.count) {
+			ret = -ENOTEMPTY;
+			goto out_unlock;
+		}
+		dir_retarget(ne, src);
+		dir_remove(&olddir->dir.entries, oe);
+		if (S_ISDIR(src->mode))
+			reparent(src, olddir, newdir);
+		drop_name(fs, newdir, dst);
+	} else {
+		ret = dir_add(&newdir->dir.entries, newname, src, NULL);
+		if (ret)
+			goto out_unlock;
+		dir_remove(&olddir->dir.entries, oe);
+		if (S_ISDIR(src->mode))
+			reparent(src, olddir, newdir);
+	}
+	stamp(src, T_C);
+	dir_changed(olddir);
+	if (newdir != olddir)
+		dir_changed(newdir);
+out_unlock:
+	pthread_rwlock_unlock(&fs->ns_lock);
+	return ret;
+}
+
+const char *fs_readlink(struct fs *fs, struct inode *n)
+{
+	(void)fs;
+	return S_ISLNK(n->mode) ? n->target : NULL;
+}
+
+/* relatime: atime moves when it is older than mtime or ctime, or a day old. */
+static bool atime_due(const struct inode *n)
+{
+	struct timespec now;
+
+	if (n->atime.tv_sec < n->mtime.tv_sec ||
+	    (n->atime.tv_sec == n->mtime.tv_sec && n->atime.tv_nsec <= n->mtime.tv_nsec))
+		return true;
+	if (n->atime.tv_sec < n->ctime.tv_sec ||
+	    (n->atime.tv_sec == n->ctime.tv_sec && n->atime.tv_nsec <= n->ctime.tv_nsec))
+		return true;
+	inode_now(&now);
+	return now.tv_sec - n->atime.tv_sec >= 24 * 3600;
+}
+
+ssize_t fs_read(struct fs *fs, struct inode *n, uint64_t off, size_t size, char *buf)
+{
+	size_t got;
+	bool due;
+
+	(void)fs;
+	if (!S_ISREG(n->mode))
+		return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+	pthread_rwlock_rdlock(&n->lock);
+	got = file_read_locked(n, off, size, buf);
+	due = atime_due(n);
+	pthread_rwlock_unlock(&n->lock);
+	if (due)
+		stamp(n, T_A);
+	return (ssize_t)got;
+}
+
+ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size)
+{
+	ssize_t ret;
+
+	if (!S_ISREG(n->mode))
+		return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+	pthread_rwlock_wrlock(&n->lock);
+	ret = file_write_locked(&fs->mem, n, off, buf, size);
+	if (ret > 0)
+		stamp_locked(n, T_M | T_C);
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}
+
+int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_t len)
+{
+	int ret;
+
+	if (!S_ISREG(n->mode))
+		return S_ISDIR(n->mode) ? -EISDIR : -ENODEV;
+	pthread_rwlock_wrlock(&n->lock);
+	ret = file_fallocate_locked(&fs->mem, n, mode, off, len);
+	if (!ret)
+		stamp_locked(n, T_M | T_C);
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}
+
+int64_t fs_lseek(struct fs *fs, struct inode *n, uint64_t off, int whence)
+{
+	int64_t ret;
+
+	(void)fs;
+	if (!S_ISREG(n->mode))
+		return -EINVAL;
+	pthread_rwlock_rdlock(&n->lock);
+	ret = file_seek_locked(n, off, whence);
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}
+
+int fs_readdir(struct fs *fs, struct inode *dir, uint64_t off, bool plus, fs_fill_fn fill,
+	       void *ctx)
+{
+	struct stat st;
+	struct dirent_node *e;
+	int ret = 0;
+
+	if (!S_ISDIR(dir->mode))
+		return -ENOTDIR;
+	memset(&st, 0, sizeof(st));
+	pthread_rwlock_rdlock(&fs->ns_lock);
+	if (off < 1) {
+		if (plus)
+			stat_of(dir, &st);
+		ret = fill(ctx, ".", dir, &st, 1);
+		if (ret)
+			goto out_unlock;
+	}
+	if (off < 2) {
+		if (plus)
+			stat_of(dir->dir.parent, &st);
+		ret = fill(ctx, "..", dir->dir.parent, &st, 2);
+		if (ret)
+			goto out_unlock;
+	}
+	for (e = dir_next(&dir->dir.entries, off); e;
+	     e = dir_next(&dir->dir.entries, e->cookie)) {
+		if (plus)
+			stat_of(e->inode, &st);
+		ret = fill(ctx, e->name, e->inode, &st, e->cookie);
+		if (ret)
+			break;
+		if (plus)
+			atomic_fetch_add(&e->inode->nlookup, 1);
+	}
+out_unlock:
+	pthread_rwlock_unlock(&fs->ns_lock);
+	return ret < 0 ? ret : 0;
+}
+
+void fs_statfs(struct fs *fs, struct statvfs *sv)
+{
+	uint64_t limit = atomic_load(&fs->mem.limit);
+	uint64_t held = arena_pages(&fs->arena) * ARENA_PAGE_SIZE;
+	uint64_t files = itable_count(&fs->itable);
+
+	memset(sv, 0, sizeof(*sv));
+	sv->f_bsize = ARENA_PAGE_SIZE;
+	sv->f_frsize = ARENA_PAGE_SIZE;
+	sv->f_blocks = limit / ARENA_PAGE_SIZE;
+	sv->f_bfree = held < limit ? (limit - held) / ARENA_PAGE_SIZE : 0;
+	sv->f_bavail = sv->f_bfree;
+	/* No inode limit: memory is the limit.  Report a kibibyte a node. */
+	sv->f_files = limit / 1024 > files ? limit / 1024 : files;
+	sv->f_ffree = sv->f_files - files;
+	sv->f_favail = sv->f_ffree;
+	sv->f_namemax = FS_NAME_MAX;
+}
+
+/* Which attribute names are stored, as tmpfs: user.*, trusted.*, security.*. */
+static int xattr_name_ok(const char *name)
+{
+	if (strncmp(name, "user.", 5) == 0 || strncmp(name, "trusted.", 8) == 0 ||
+	    strncmp(name, "security.", 9) == 0)
+		return 0;
+	return -EOPNOTSUPP;
+}
+
+static bool is_reserved(const char *name)
+{
+	return strncmp(name, VOLATILE_XATTR_PREFIX, sizeof(VOLATILE_XATTR_PREFIX) - 1) == 0;
+}
+
+int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
+		size_t size, int flags)
+{
+	int ret = xattr_name_ok(name);
+
+	if (ret)
+		return ret;
+	if (is_reserved(name))
+		return -EINVAL;
+	ret = mem_charge(&fs->mem, 0);
+	if (ret)
+		return ret;
+	pthread_rwlock_wrlock(&n->lock);
+	ret = xattr_set(&n->xattrs, name, value, size, flags);
+	if (!ret) {
+		atomic_store(&n->nxattr, 1);
+		stamp_locked(n, T_C);
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}
+
+long fs_getxattr(struct fs *fs, struct inode *n, const char *name, void *buf, size_t size)
+{
+	const struct xattr *x;
+	long ret;
+
+	(void)fs;
+	/* The kernel asks for security.capability before every write:
+	 * answer a node without attributes without taking its lock. */
+	if (atomic_load_explicit(&n->nxattr, memory_order_acquire) == 0)
+		return xattr_name_ok(name) ? -EOPNOTSUPP : -ENODATA;
+	ret = xattr_name_ok(name);
+	if (ret)
+		return ret;
+	pthread_rwlock_rdlock(&n->lock);
+	x = xattr_find(n->xattrs, name);
+	if (!x)
+		ret = -ENODATA;
+	else if (size == 0)
+		ret = (long)x->size;
+	else if (size < x->size)
+		ret = -ERANGE;
+	else {
+		memcpy(buf, x->value, x->size);
+		ret = (long)x->size;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}
+
+long fs_listxattr(struct fs *fs, struct inode *n, char *buf, size_t size)
+{
+	long ret;
+
+	(void)fs;
+	pthread_rwlock_rdlock(&n->lock);
+	ret = xattr_list(n->xattrs, buf, size);
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}
+
+int fs_removexattr(struct fs *fs, struct inode *n, const char *name)
+{
+	int ret = xattr_name_ok(name);
+
+	(void)fs;
+	if (ret)
+		return ret;
+	if (is_reserved(name))
+		return -ENODATA;
+	pthread_rwlock_wrlock(&n->lock);
+	ret = xattr_remove(&n->xattrs, name);
+	if (!ret) {
+		atomic_store(&n->nxattr, n->xattrs != NULL);
+		stamp_locked(n, T_C);
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}

@@ -1,0 +1,128 @@
+/*
+ * fs.h - the filesystem: namespace operations, attributes, data and
+ * xattrs of nodes, with the locking of inode.h, and no FUSE in sight.
+ *
+ * The FUSE glue (ops.c) translates requests into these calls and their
+ * results into replies; everything here is usable from a unit test.
+ * Functions return 0 (or a count) on success and -errno on failure, and
+ * change nothing when they fail.
+ *
+ * References: every call that hands a node to the kernel (fs_lookup,
+ * fs_mknod, fs_link, and fs_readdir in plus mode) adds one to the node's
+ * nlookup; fs_forget takes them away.  Nodes passed in are ones the
+ * kernel holds, so they are alive for the duration of the call.
+ */
+#ifndef VOLATILEFS_FS_H
+#define VOLATILEFS_FS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "arena.h"
+#include "inode.h"
+#include "mem.h"
+
+#define FS_NAME_MAX 255
+/* tmpfs's directory size: 20 bytes per entry, "." and ".." included. */
+#define FS_DIRENT_SIZE 20
+
+struct fs_config {
+	uint64_t memory_limit; /* 0: half of physical memory */
+	uint64_t memory_low;   /* 0: 90% of the limit */
+	mode_t root_mode;      /* permission bits of the root */
+	uid_t root_uid;
+	gid_t root_gid;
+};
+
+struct fs {
+	pthread_rwlock_t ns_lock; /* see inode.h */
+	struct itable itable;
+	struct arena arena;
+	struct mem mem;
+	struct inode *root;
+};
+
+/* The caller of a request. */
+struct fs_cred {
+	uid_t uid;
+	gid_t gid;
+};
+
+/* What fs_setattr changes. */
+#define FS_SET_MODE      (1u << 0)
+#define FS_SET_UID       (1u << 1)
+#define FS_SET_GID       (1u << 2)
+#define FS_SET_SIZE      (1u << 3)
+#define FS_SET_ATIME     (1u << 4)
+#define FS_SET_MTIME     (1u << 5)
+#define FS_SET_ATIME_NOW (1u << 6)
+#define FS_SET_MTIME_NOW (1u << 7)
+#define FS_SET_CTIME     (1u << 8)
+
+struct fs_setattr {
+	unsigned valid;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+};
+
+int fs_init(struct fs *fs, const struct fs_config *cfg);
+void fs_destroy(struct fs *fs);
+
+int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode **out,
+	      struct stat *st);
+void fs_forget(struct fs *fs, struct inode *n, uint64_t nlookup);
+void fs_getattr(struct fs *fs, struct inode *n, struct stat *st);
+int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, struct stat *st);
+
+/*
+ * Create a node named name in dir: mode carries the type (S_IFREG,
+ * S_IFDIR, S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK, S_IFLNK) and permission
+ * bits; target is the symlink's target (S_IFLNK only).
+ */
+int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, dev_t rdev,
+	     const char *target, const struct fs_cred *cred, struct inode **out,
+	     struct stat *st);
+int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *newname,
+	    struct stat *st);
+int fs_unlink(struct fs *fs, struct inode *dir, const char *name);
+int fs_rmdir(struct fs *fs, struct inode *dir, const char *name);
+/* flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE. */
+int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
+	      struct inode *newdir, const char *newname, unsigned flags);
+/* The target of a symlink (immutable while the node lives), or NULL. */
+const char *fs_readlink(struct fs *fs, struct inode *n);
+
+ssize_t fs_read(struct fs *fs, struct inode *n, uint64_t off, size_t size, char *buf);
+ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size);
+int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_t len);
+int64_t fs_lseek(struct fs *fs, struct inode *n, uint64_t off, int whence);
+
+/*
+ * Calls fill for each entry of dir after offset off ("." is offset 1,
+ * ".." 2, then cookies), with the offset of the next entry.  fill
+ * returns 0 when it took the entry, 1 when it is full (the entry was
+ * not taken: stop), or -errno.  In plus mode, st is filled and each
+ * taken entry other than "." and ".." gains a lookup reference.
+ * Returns 0 or the first -errno of fill.
+ */
+typedef int (*fs_fill_fn)(void *ctx, const char *name, struct inode *n,
+			  const struct stat *st, uint64_t next_off);
+int fs_readdir(struct fs *fs, struct inode *dir, uint64_t off, bool plus, fs_fill_fn fill,
+	       void *ctx);
+
+void fs_statfs(struct fs *fs, struct statvfs *sv);
+
+int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
+		size_t size, int flags);
+/* The value's length (copied when size > 0), or -errno (-ERANGE when it does not fit). */
+long fs_getxattr(struct fs *fs, struct inode *n, const char *name, void *buf, size_t size);
+long fs_listxattr(struct fs *fs, struct inode *n, char *buf, size_t size);
+int fs_removexattr(struct fs *fs, struct inode *n, const char *name);
+
+#endif

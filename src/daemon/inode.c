@@ -1,0 +1,116 @@
+/*
+ * inode.c - node allocation and the inode table; see inode.h.
+ */
+#include "inode.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int itable_init(struct itable *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->head.next = t->head.prev = &t->head;
+	t->next_ino = 1; /* the root gets st_ino 1, as FUSE_ROOT_ID */
+	return -pthread_mutex_init(&t->lock, NULL);
+}
+
+struct inode *inode_new(struct itable *t, mode_t mode, uid_t uid, gid_t gid, dev_t rdev)
+{
+	struct inode *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	if (pthread_rwlock_init(&n->lock, NULL) != 0) {
+		free(n);
+		return NULL;
+	}
+	n->mode = mode;
+	n->uid = uid;
+	n->gid = gid;
+	n->rdev = rdev;
+	inode_now(&n->ctime);
+	n->atime = n->mtime = n->ctime;
+	atomic_init(&n->nlookup, 0);
+	atomic_init(&n->nxattr, 0);
+	if (S_ISREG(mode))
+		pagemap_init(&n->pages);
+	else if (S_ISDIR(mode))
+		dir_init(&n->dir.entries);
+
+	pthread_mutex_lock(&t->lock);
+	n->ino = t->next_ino++;
+	n->next = &t->head;
+	n->prev = t->head.prev;
+	t->head.prev->next = n;
+	t->head.prev = n;
+	t->count++;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+static void inode_release_contents(struct inode *n, void (*release)(void *page, void *ctx),
+				   void *ctx)
+{
+	if (S_ISREG(n->mode))
+		pagemap_destroy(&n->pages, release, ctx);
+	else if (S_ISDIR(n->mode))
+		dir_clear(&n->dir.entries);
+	else if (S_ISLNK(n->mode))
+		free(n->target);
+	xattr_free_all(&n->xattrs);
+	pthread_rwlock_destroy(&n->lock);
+	free(n);
+}
+
+void inode_free(struct itable *t, struct inode *n, void (*release)(void *page, void *ctx),
+		void *ctx)
+{
+	pthread_mutex_lock(&t->lock);
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	t->count--;
+	pthread_mutex_unlock(&t->lock);
+	inode_release_contents(n, release, ctx);
+}
+
+void itable_destroy(struct itable *t, void (*release)(void *page, void *ctx), void *ctx)
+{
+	while (t->head.next != &t->head) {
+		struct inode *n = t->head.next;
+
+		n->prev->next = n->next;
+		n->next->prev = n->prev;
+		t->count--;
+		inode_release_contents(n, release, ctx);
+	}
+	pthread_mutex_destroy(&t->lock);
+}
+
+uint64_t itable_count(struct itable *t)
+{
+	uint64_t c;
+
+	pthread_mutex_lock(&t->lock);
+	c = t->count;
+	pthread_mutex_unlock(&t->lock);
+	return c;
+}
+
+void inode_stat_locked(const struct inode *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_mode = n->mode;
+	st->st_nlink = n->nlink;
+	st->st_uid = n->uid;
+	st->st_gid = n->gid;
+	st->st_rdev = n->rdev;
+	st->st_size = (off_t)n->size;
+	st->st_blksize = 4096;
+	if (S_ISREG(n->mode))
+		st->st_blocks = (blkcnt_t)(n->pages.npages * (4096 / 512));
+	st->st_atim = n->atime;
+	st->st_mtim = n->mtime;
+	st->st_ctim = n->ctime;
+}

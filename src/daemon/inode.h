@@ -1,0 +1,100 @@
+/*
+ * inode.h - nodes and the inode table.
+ *
+ * A node is a file, directory, symlink, FIFO or socket.  The FUSE node
+ * id of a node is its address (the root is FUSE_ROOT_ID, mapped by the
+ * glue), so finding a node costs nothing; the table is the list of all
+ * live nodes, kept for statistics and for freeing everything at unmount.
+ *
+ * Lifetime: a node lives while it has a name (nlink > 0) or the kernel
+ * holds references to it (nlookup > 0: one per successful lookup,
+ * create, mknod, mkdir, symlink, link and readdirplus entry, dropped by
+ * forget).  An unlinked file that is still open keeps its data until the
+ * kernel forgets it, which happens only after the last close.  The node
+ * is freed by whichever of "last name removed" and "last forget" comes
+ * second, under fs->ns_lock held for writing (fs.c).
+ *
+ * Locking:
+ *   fs->ns_lock (rwlock)    the namespace: directory entries, nlink,
+ *                           dir.parent, and the decision to free a node.
+ *   inode->lock (rwlock)    the node's attributes, size, data (pagemap),
+ *                           symlink target and xattrs.
+ *   itable->lock (mutex)    the list of all nodes and the counters.
+ *   arena->lock (mutex)     leaf.
+ * Order: ns_lock, then inode locks (two at once: lower address first),
+ * then itable->lock or arena->lock.  nlink is written with ns_lock held
+ * for writing and the inode's lock held, so either lock suffices to read
+ * it.  nlookup is atomic.  Type bits of mode and ino are immutable.
+ */
+#ifndef VOLATILEFS_INODE_H
+#define VOLATILEFS_INODE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "dir.h"
+#include "pagemap.h"
+#include "xattr.h"
+
+struct inode {
+	uint64_t ino;                 /* st_ino; immutable */
+	mode_t mode;                  /* type bits immutable; rest under lock */
+	uid_t uid;                    /* under lock */
+	gid_t gid;                    /* under lock */
+	dev_t rdev;                   /* immutable */
+	uint32_t nlink;               /* see the locking rules above */
+	uint64_t size;                /* under lock */
+	struct timespec atime, mtime, ctime; /* under lock */
+	pthread_rwlock_t lock;
+	_Atomic uint64_t nlookup;
+	/* Plain xattrs present, readable without the lock so the kernel's
+	 * security.capability lookup before every write is answered fast. */
+	_Atomic unsigned nxattr;
+	struct xattr *xattrs;         /* under lock */
+	struct inode *prev, *next;    /* in the table; under itable->lock */
+	union {
+		struct pagemap pages;     /* regular file; under lock */
+		struct {
+			struct dir entries;   /* under fs->ns_lock */
+			struct inode *parent; /* under fs->ns_lock */
+		} dir;
+		char *target;             /* symlink; immutable */
+	};
+};
+
+struct itable {
+	pthread_mutex_t lock;
+	struct inode head;  /* list sentinel */
+	uint64_t next_ino;  /* under lock */
+	uint64_t count;     /* under lock */
+};
+
+int itable_init(struct itable *t);
+/*
+ * Allocate a node of the given mode, owner and times now, with nlink 0
+ * and nlookup 0, and add it to the table.  NULL when out of memory.
+ */
+struct inode *inode_new(struct itable *t, mode_t mode, uid_t uid, gid_t gid, dev_t rdev);
+/*
+ * Remove from the table and free the node; its data pages go to
+ * release(page, ctx).  Caller holds fs->ns_lock for writing (or is
+ * alone), and no one else can reach the node.
+ */
+void inode_free(struct itable *t, struct inode *n, void (*release)(void *page, void *ctx),
+		void *ctx);
+/* Free every node (unmount). */
+void itable_destroy(struct itable *t, void (*release)(void *page, void *ctx), void *ctx);
+uint64_t itable_count(struct itable *t);
+
+/* Fill st from n.  Caller holds n->lock (read is enough). */
+void inode_stat_locked(const struct inode *n, struct stat *st);
+
+static inline void inode_now(struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+}
+
+#endif

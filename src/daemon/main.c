@@ -1,0 +1,126 @@
+/*
+ * main.c - the volatilefs daemon: options, session set-up and the loop.
+ *
+ *   volatilefs [-f] [-d] [-s] [-o OPT[,OPT...]] MOUNTPOINT
+ *
+ * Set-up runs in order (options, filesystem, session, signal handlers,
+ * mount, daemonize, loop) and unwinds in reverse through labels named
+ * for what they undo.  A bad option fails before anything is mounted,
+ * with exit status 1.
+ */
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "opts.h"
+#include "ops.h"
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MOUNTPOINT\n\n"
+	       "An in-memory filesystem whose files can hold volatile ranges.\n\n"
+	       "volatilefs options:\n"
+	       "    -o memory_limit=SIZE   RSS limit of the daemon (default: half of RAM)\n"
+	       "    -o memory_low=SIZE     purging stops at or under this (default: 90%% of limit)\n"
+	       "    -o mode=OCTAL          permissions of the root (default 1777 as root, else 0755)\n"
+	       "    -o uid=N,gid=N         owner of the root (default: the mounting user)\n"
+	       "SIZE: bytes, decimal or 0x hex, with an optional K, M, G or T suffix (binary).\n\n",
+	       prog);
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts copts = { 0 };
+	struct fuse_loop_config *lcfg = NULL;
+	struct fuse_session *se;
+	struct fs_config cfg;
+	struct opts o;
+	struct fs fs;
+	char err[256];
+	int ret = 1;
+
+	if (opts_parse(&args, &o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "volatilefs: %s\n", err);
+		goto out_args;
+	}
+	if (fuse_parse_cmdline(&args, &copts) != 0)
+		goto out_args;
+	if (copts.show_help) {
+		usage(argv[0]);
+		fuse_cmdline_help();
+		fuse_lowlevel_help();
+		ret = 0;
+		goto out_opts;
+	}
+	if (copts.show_version) {
+		printf("volatilefs version %s\n", VOLATILEFS_VERSION);
+		fuse_lowlevel_version();
+		ret = 0;
+		goto out_opts;
+	}
+	if (!copts.mountpoint) {
+		fprintf(stderr, "volatilefs: no mountpoint given (try --help)\n");
+		goto out_opts;
+	}
+	if (fuse_opt_add_arg(&args, "-odefault_permissions") != 0) {
+		fprintf(stderr, "volatilefs: out of memory\n");
+		goto out_opts;
+	}
+
+	cfg.memory_limit = o.memory_limit;
+	cfg.memory_low = o.memory_low;
+	cfg.root_uid = o.uid_set ? o.uid : getuid();
+	cfg.root_gid = o.gid_set ? o.gid : getgid();
+	cfg.root_mode = o.mode_set ? o.mode : (getuid() == 0 ? 01777 : 0755);
+	ret = fs_init(&fs, &cfg);
+	if (ret) {
+		fprintf(stderr, "volatilefs: cannot set up the filesystem: %s\n", strerror(-ret));
+		ret = 1;
+		goto out_opts;
+	}
+	ret = 1;
+
+	se = fuse_session_new(&args, &volatilefs_ops, sizeof(volatilefs_ops), &fs);
+	if (!se)
+		goto out_fs; /* libfuse said why (an unknown option, usually) */
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, copts.mountpoint) != 0)
+		goto out_signals;
+	if (fuse_daemonize(copts.foreground) != 0)
+		goto out_unmount;
+
+	if (copts.singlethread) {
+		ret = fuse_session_loop(se);
+	} else {
+		lcfg = fuse_loop_cfg_create();
+		if (!lcfg)
+			goto out_unmount;
+		fuse_loop_cfg_set_clone_fd(lcfg, copts.clone_fd);
+		fuse_loop_cfg_set_max_threads(lcfg, copts.max_threads);
+		ret = fuse_session_loop_mt(se, lcfg);
+		fuse_loop_cfg_destroy(lcfg);
+	}
+	ret = ret ? 1 : 0;
+
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_fs:
+	fs_destroy(&fs);
+out_opts:
+	free(copts.mountpoint);
+out_args:
+	fuse_opt_free_args(&args);
+	return ret;
+}

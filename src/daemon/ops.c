@@ -1,0 +1,519 @@
+/*
+ * ops.c - the FUSE glue: the only file that speaks the low-level API.
+ *
+ * Each handler maps node ids to nodes, calls into fs.c, and turns the
+ * result into a reply.  No lock is held across a fuse_reply_* call:
+ * fs.c takes and drops its locks inside each call.
+ *
+ * Node ids are node addresses; the root is FUSE_ROOT_ID.  The kernel
+ * only sends ids it holds a lookup reference to, so the node is alive.
+ *
+ * Caching: every change passes through this daemon, so entries and
+ * attributes are cached for a day and file pages are kept across opens
+ * (keep_cache).  AUTO_INVAL_DATA is off: without a writeback cache the
+ * kernel does not track mtime itself, so it would throw away a file's
+ * pages after every write.
+ */
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "fs.h"
+#include "ops.h"
+
+#define CACHE_TIMEOUT 86400.0
+
+static struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct inode *node_of(fuse_req_t req, fuse_ino_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return fs_of(req)->root;
+	return (struct inode *)(uintptr_t)ino;
+}
+
+static fuse_ino_t id_of(struct fs *fs, struct inode *n)
+{
+	return n == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+}
+
+static void fill_entry(struct fs *fs, struct fuse_entry_param *e, struct inode *n,
+		       const struct stat *st)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = id_of(fs, n);
+	e->generation = n->ino; /* node addresses are reused; st_ino never is */
+	e->attr = *st;
+	e->attr_timeout = CACHE_TIMEOUT;
+	e->entry_timeout = CACHE_TIMEOUT;
+}
+
+static void reply_entry_or_err(fuse_req_t req, int ret, struct inode *n,
+			       const struct stat *st)
+{
+	struct fuse_entry_param e;
+
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fill_entry(fs_of(req), &e, n, st);
+	fuse_reply_entry(req, &e);
+}
+
+static void vfs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->want &= ~(unsigned)(FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_WRITEBACK_CACHE |
+				  FUSE_CAP_HANDLE_KILLPRIV);
+	if (conn->capable & FUSE_CAP_EXPLICIT_INVAL_DATA)
+		conn->want |= FUSE_CAP_EXPLICIT_INVAL_DATA;
+	conn->time_gran = 1;
+}
+
+static void vfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fs_of(req);
+	struct inode *n = NULL;
+	struct stat st;
+	int ret = fs_lookup(fs, node_of(req, parent), name, &n, &st);
+
+	if (ret == -ENOENT) {
+		/* A negative entry: the name cannot appear behind the kernel's back. */
+		struct fuse_entry_param e;
+
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = CACHE_TIMEOUT;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	reply_entry_or_err(req, ret, n, &st);
+}
+
+static void vfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fs_forget(fs_of(req), node_of(req, ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void vfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		fs_forget(fs_of(req), node_of(req, forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void vfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+
+	(void)fi;
+	fs_getattr(fs_of(req), node_of(req, ino), &st);
+	fuse_reply_attr(req, &st, CACHE_TIMEOUT);
+}
+
+static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			struct fuse_file_info *fi)
+{
+	struct fs_setattr sa = { 0 };
+	struct stat st;
+	int ret;
+
+	(void)fi;
+	if (to_set & FUSE_SET_ATTR_MODE) { sa.valid |= FS_SET_MODE; sa.mode = attr->st_mode; }
+	if (to_set & FUSE_SET_ATTR_UID) { sa.valid |= FS_SET_UID; sa.uid = attr->st_uid; }
+	if (to_set & FUSE_SET_ATTR_GID) { sa.valid |= FS_SET_GID; sa.gid = attr->st_gid; }
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (attr->st_size < 0) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		sa.valid |= FS_SET_SIZE;
+		sa.size = (uint64_t)attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		sa.valid |= FS_SET_ATIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_ATIME) { sa.valid |= FS_SET_ATIME; sa.atime = attr->st_atim; }
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		sa.valid |= FS_SET_MTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_MTIME) { sa.valid |= FS_SET_MTIME; sa.mtime = attr->st_mtim; }
+	if (to_set & FUSE_SET_ATTR_CTIME) { sa.valid |= FS_SET_CTIME; sa.ctime = attr->st_ctim; }
+	ret = fs_setattr(fs_of(req), node_of(req, ino), &sa, &st);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, CACHE_TIMEOUT);
+}
+
+static void vfs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	const char *t = fs_readlink(fs_of(req), node_of(req, ino));
+
+	if (t)
+		fuse_reply_readlink(req, t);
+	else
+		fuse_reply_err(req, EINVAL);
+}
+
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      dev_t rdev, const char *target)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fs_cred cred = { .uid = ctx->uid, .gid = ctx->gid };
+	struct inode *n = NULL;
+	struct stat st;
+	int ret = fs_mknod(fs_of(req), node_of(req, parent), name, mode, rdev, target, &cred,
+			   &n, &st);
+
+	reply_entry_or_err(req, ret, n, &st);
+}
+
+static void vfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      dev_t rdev)
+{
+	make_node(req, parent, name, mode, rdev, NULL);
+}
+
+static void vfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make_node(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL);
+}
+
+static void vfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	make_node(req, parent, name, S_IFLNK | 0777, 0, link);
+}
+
+static void vfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -fs_unlink(fs_of(req), node_of(req, parent), name));
+}
+
+static void vfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -fs_rmdir(fs_of(req), node_of(req, parent), name));
+}
+
+static void vfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	fuse_reply_err(req, -fs_rename(fs_of(req), node_of(req, parent), name,
+				       node_of(req, newparent), newname, flags));
+}
+
+static void vfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct inode *n = node_of(req, ino);
+	struct stat st;
+	int ret = fs_link(fs_of(req), n, node_of(req, newparent), newname, &st);
+
+	reply_entry_or_err(req, ret, n, &st);
+}
+
+static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct inode *n = node_of(req, ino);
+
+	if (S_ISDIR(n->mode)) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		       struct fuse_file_info *fi)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fs_cred cred = { .uid = ctx->uid, .gid = ctx->gid };
+	struct fuse_entry_param e;
+	struct inode *n = NULL;
+	struct stat st;
+	int ret = fs_mknod(fs_of(req), node_of(req, parent), name, S_IFREG | (mode & 07777), 0,
+			   NULL, &cred, &n, &st);
+
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fill_entry(fs_of(req), &e, n, &st);
+	fi->keep_cache = 1;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		fs_forget(fs_of(req), n, 1); /* the open was interrupted */
+}
+
+static void vfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	char *buf;
+	ssize_t n;
+
+	(void)fi;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = fs_read(fs_of(req), node_of(req, ino), (uint64_t)off, size, buf);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void vfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		      off_t off, struct fuse_file_info *fi)
+{
+	ssize_t n;
+
+	(void)fi;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	n = fs_write(fs_of(req), node_of(req, ino), (uint64_t)off, buf, size);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void vfs_ok(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino; (void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void vfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)datasync;
+	vfs_ok(req, ino, fi); /* memory is as durable as it gets */
+}
+
+static void vfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (!S_ISDIR(node_of(req, ino)->mode)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	fuse_reply_open(req, fi);
+}
+
+struct dirbuf {
+	fuse_req_t req;
+	struct fs *fs;
+	char *buf;
+	size_t size, pos;
+	bool plus;
+};
+
+static int dir_fill(void *ctx, const char *name, struct inode *n, const struct stat *st,
+		    uint64_t next_off)
+{
+	struct dirbuf *d = ctx;
+	size_t len;
+
+	if (d->plus) {
+		struct fuse_entry_param e;
+
+		fill_entry(d->fs, &e, n, st);
+		len = fuse_add_direntry_plus(d->req, d->buf + d->pos, d->size - d->pos, name, &e,
+					     (off_t)next_off);
+	} else {
+		/* Type bits and st_ino never change: no lock needed. */
+		struct stat s = { .st_ino = n->ino, .st_mode = n->mode & S_IFMT };
+
+		len = fuse_add_direntry(d->req, d->buf + d->pos, d->size - d->pos, name, &s,
+					(off_t)next_off);
+	}
+	if (len > d->size - d->pos)
+		return 1;
+	d->pos += len;
+	return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	struct dirbuf d = { .req = req, .fs = fs_of(req), .size = size, .plus = plus };
+	int ret;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	d.buf = malloc(size ? size : 1);
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = fs_readdir(d.fs, node_of(req, ino), (uint64_t)off, plus, dir_fill, &d);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_buf(req, d.buf, d.pos);
+	free(d.buf);
+}
+
+static void vfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, false);
+}
+
+static void vfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			    struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, true);
+}
+
+static void vfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			 struct fuse_file_info *fi)
+{
+	(void)datasync;
+	vfs_ok(req, ino, fi);
+}
+
+static void vfs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	(void)ino;
+	fs_statfs(fs_of(req), &sv);
+	fuse_reply_statfs(req, &sv);
+}
+
+static void vfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			 size_t size, int flags)
+{
+	fuse_reply_err(req, -fs_setxattr(fs_of(req), node_of(req, ino), name, value, size, flags));
+}
+
+/* Reply to a getxattr/listxattr size probe or fill, given a filled buffer of len bytes. */
+static void reply_xattr_buf(fuse_req_t req, long len, const char *buf, size_t size)
+{
+	if (len < 0)
+		fuse_reply_err(req, (int)-len);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)len);
+	else
+		fuse_reply_buf(req, buf, (size_t)len);
+}
+
+static void vfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char *buf = NULL;
+	long len;
+
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	len = fs_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
+	reply_xattr_buf(req, len, buf, size);
+	free(buf);
+}
+
+static void vfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = NULL;
+	long len;
+
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	len = fs_listxattr(fs_of(req), node_of(req, ino), buf, size);
+	reply_xattr_buf(req, len, buf, size);
+	free(buf);
+}
+
+static void vfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, -fs_removexattr(fs_of(req), node_of(req, ino), name));
+}
+
+static void vfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+			  off_t length, struct fuse_file_info *fi)
+{
+	(void)fi;
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -fs_fallocate(fs_of(req), node_of(req, ino), mode,
+					  (uint64_t)offset, (uint64_t)length));
+}
+
+static void vfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		      struct fuse_file_info *fi)
+{
+	int64_t ret;
+
+	(void)fi;
+	if (off < 0) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	ret = fs_lseek(fs_of(req), node_of(req, ino), (uint64_t)off, whence);
+	if (ret < 0)
+		fuse_reply_err(req, (int)-ret);
+	else
+		fuse_reply_lseek(req, (off_t)ret);
+}
+
+const struct fuse_lowlevel_ops volatilefs_ops = {
+	.init = vfs_init,
+	.lookup = vfs_lookup,
+	.forget = vfs_forget,
+	.forget_multi = vfs_forget_multi,
+	.getattr = vfs_getattr,
+	.setattr = vfs_setattr,
+	.readlink = vfs_readlink,
+	.mknod = vfs_mknod,
+	.mkdir = vfs_mkdir,
+	.symlink = vfs_symlink,
+	.unlink = vfs_unlink,
+	.rmdir = vfs_rmdir,
+	.rename = vfs_rename,
+	.link = vfs_link,
+	.open = vfs_open,
+	.create = vfs_create,
+	.read = vfs_read,
+	.write = vfs_write,
+	.flush = vfs_ok,
+	.release = vfs_ok,
+	.fsync = vfs_fsync,
+	.opendir = vfs_opendir,
+	.readdir = vfs_readdir,
+	.readdirplus = vfs_readdirplus,
+	.releasedir = vfs_ok,
+	.fsyncdir = vfs_fsyncdir,
+	.statfs = vfs_statfs,
+	.setxattr = vfs_setxattr,
+	.getxattr = vfs_getxattr,
+	.listxattr = vfs_listxattr,
+	.removexattr = vfs_removexattr,
+	.fallocate = vfs_fallocate,
+	.lseek = vfs_lseek,
+};

@@ -1,0 +1,190 @@
+/*
+ * opts.c - mount option parsing; see opts.h.
+ */
+#include "opts.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fuse_opt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int opts_parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v = 0, mul = 1;
+	unsigned base = 10;
+	const char *p = s;
+	int digits = 0;
+
+	if (!s)
+		return -EINVAL;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+	}
+	for (; *p; p++, digits++) {
+		unsigned d;
+
+		if (isdigit((unsigned char)*p))
+			d = (unsigned)(*p - '0');
+		else if (base == 16 && isxdigit((unsigned char)*p))
+			d = (unsigned)(tolower((unsigned char)*p) - 'a' + 10);
+		else
+			break;
+		if (v > (UINT64_MAX - d) / base)
+			return -ERANGE;
+		v = v * base + d;
+	}
+	if (!digits)
+		return -EINVAL;
+	switch (tolower((unsigned char)*p)) {
+	case '\0': break;
+	case 'k': mul = 1ull << 10; p++; break;
+	case 'm': mul = 1ull << 20; p++; break;
+	case 'g': mul = 1ull << 30; p++; break;
+	case 't': mul = 1ull << 40; p++; break;
+	default: return -EINVAL;
+	}
+	if (*p)
+		return -EINVAL;
+	if (v > UINT64_MAX / mul)
+		return -ERANGE;
+	*out = v * mul;
+	return 0;
+}
+
+int opts_parse_mode(const char *s, mode_t *out)
+{
+	unsigned long v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '7')
+			return -EINVAL;
+		v = v * 8 + (unsigned long)(*p - '0');
+		if (v > 07777)
+			return -EINVAL;
+	}
+	*out = (mode_t)v;
+	return 0;
+}
+
+int opts_parse_id(const char *s, uint32_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v >= UINT32_MAX) /* (uid_t)-1 means "no change" to chown */
+			return -EINVAL;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+struct raw_opts {
+	char *memory_limit, *memory_low, *mode, *uid, *gid;
+};
+
+#define RAW(t, f) { t, offsetof(struct raw_opts, f), 0 }
+static const struct fuse_opt opt_table[] = {
+	RAW("memory_limit=%s", memory_limit),
+	RAW("memory_low=%s", memory_low),
+	RAW("mode=%s", mode),
+	RAW("uid=%s", uid),
+	RAW("gid=%s", gid),
+	FUSE_OPT_END
+};
+
+/* Keep whatever is not ours for libfuse. */
+static int keep_other(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	(void)data; (void)arg; (void)key; (void)outargs;
+	return 1;
+}
+
+static int size_opt(const char *name, const char *val, uint64_t *out, char *err, size_t n)
+{
+	int ret = opts_parse_size(val, out);
+
+	if (ret == -ERANGE)
+		snprintf(err, n, "%s=%s: too large", name, val);
+	else if (ret)
+		snprintf(err, n, "%s=%s: not a size (bytes, or a number with K, M, G or T)",
+			 name, val);
+	else if (*out == 0) {
+		snprintf(err, n, "%s=%s: must be greater than zero", name, val);
+		ret = -EINVAL;
+	}
+	return ret ? -EINVAL : 0;
+}
+
+static int id_opt(const char *name, const char *val, uint32_t *out, char *err, size_t n)
+{
+	if (opts_parse_id(val, out) == 0)
+		return 0;
+	snprintf(err, n, "%s=%s: not a numeric id", name, val);
+	return -EINVAL;
+}
+
+int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
+{
+	struct raw_opts raw = { 0 };
+	int ret = 0;
+
+	memset(o, 0, sizeof(*o));
+	err[0] = '\0';
+	if (fuse_opt_parse(args, &raw, opt_table, keep_other) == -1) {
+		snprintf(err, errlen, "cannot parse the options");
+		return -EINVAL;
+	}
+	if (raw.memory_limit) {
+		ret = size_opt("memory_limit", raw.memory_limit, &o->memory_limit, err, errlen);
+		if (ret)
+			goto out;
+	}
+	if (raw.memory_low) {
+		ret = size_opt("memory_low", raw.memory_low, &o->memory_low, err, errlen);
+		if (ret)
+			goto out;
+	}
+	if (raw.mode) {
+		if (opts_parse_mode(raw.mode, &o->mode)) {
+			snprintf(err, errlen, "mode=%s: not octal permission bits (at most 7777)",
+				 raw.mode);
+			ret = -EINVAL;
+			goto out;
+		}
+		o->mode_set = true;
+	}
+	if (raw.uid) {
+		ret = id_opt("uid", raw.uid, &o->uid, err, errlen);
+		if (ret)
+			goto out;
+		o->uid_set = true;
+	}
+	if (raw.gid) {
+		ret = id_opt("gid", raw.gid, &o->gid, err, errlen);
+		if (ret)
+			goto out;
+		o->gid_set = true;
+	}
+	if (o->memory_low && o->memory_limit && o->memory_low > o->memory_limit) {
+		snprintf(err, errlen, "memory_low=%s is above memory_limit=%s", raw.memory_low,
+			 raw.memory_limit);
+		ret = -EINVAL;
+	}
+out:
+	free(raw.memory_limit);
+	free(raw.memory_low);
+	free(raw.mode);
+	free(raw.uid);
+	free(raw.gid);
+	return ret;
+}

@@ -1,0 +1,46 @@
+/*
+ * opts.h - the daemon's own mount options (SPEC section 2).
+ *
+ * opts_parse() takes memory_limit=, memory_low=, mode=, uid=, gid= out
+ * of the argument list with fuse_opt and validates them; everything else
+ * stays for libfuse (standard FUSE options, -f/-d/-s, the mountpoint),
+ * which refuses what it does not know.  The value parsers are pure
+ * functions so they can be unit-tested and fuzzed.
+ */
+#ifndef VOLATILEFS_OPTS_H
+#define VOLATILEFS_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct fuse_args;
+
+struct opts {
+	uint64_t memory_limit; /* 0: not given */
+	uint64_t memory_low;   /* 0: not given */
+	bool mode_set, uid_set, gid_set;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * SIZE: a decimal or 0x-prefixed hex number of bytes, optionally
+ * followed by one of K, M, G, T (binary, case-insensitive).  Zero, or
+ * -EINVAL (malformed) / -ERANGE (does not fit in 64 bits).
+ */
+int opts_parse_size(const char *s, uint64_t *out);
+/* Octal permission bits, at most 07777.  Zero or -EINVAL. */
+int opts_parse_mode(const char *s, mode_t *out);
+/* A decimal id below (uid_t)-1.  Zero or -EINVAL. */
+int opts_parse_id(const char *s, uint32_t *out);
+
+/*
+ * Parse and remove our options from args into o.  Zero, or -EINVAL with
+ * a message (naming the option and the reason) in err.
+ */
+int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen);
+
+#endif
