@@ -88,10 +88,11 @@ struct dirent_node *dir_next(struct dir *d, uint64_t after)
 
 void dir_clear(struct dir *d)
 {
-	struct dirent_node *e, *next;
+	struct dirent_node *e;
 
-	for (e = RB_MIN(dirent_names, &d->names); e; e = next) {
-		next = RB_NEXT(dirent_names, &d->names, e);
+	/* Remove before freeing: tree walks touch the parents of a node. */
+	while ((e = RB_ROOT(&d->names)) != NULL) {
+		RB_REMOVE(dirent_names, &d->names, e);
 		free(e);
 	}
 	dir_init(d);

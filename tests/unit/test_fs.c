@@ -1,0 +1,386 @@
+/*
+ * Unit tests for the inode table, directories and namespace operations
+ * (src/daemon/inode.c, dir.c, fs.c), without a mount.
+ */
+#include <check.h>
+#include <errno.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "fs.h"
+
+static struct fs fs;
+static const struct fs_cred cred = { .uid = 1000, .gid = 1000 };
+
+static void setup(void)
+{
+	struct fs_config cfg = { .memory_limit = 1ull << 30, .root_mode = 01777 };
+
+	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
+}
+
+static void teardown(void)
+{
+	fs_destroy(&fs);
+}
+
+static struct inode *mk(struct inode *dir, const char *name, mode_t mode)
+{
+	struct inode *n = NULL;
+	struct stat st;
+
+	ck_assert_int_eq(fs_mknod(&fs, dir, name, mode, 0, NULL, &cred, &n, &st), 0);
+	return n;
+}
+
+static int lookup(struct inode *dir, const char *name, struct inode **out)
+{
+	struct stat st;
+
+	return fs_lookup(&fs, dir, name, out, &st);
+}
+
+START_TEST(itable_counts_nodes_and_root_is_ino_1)
+{
+	struct stat st;
+
+	fs_getattr(&fs, fs.root, &st);
+	ck_assert_uint_eq(st.st_ino, 1);
+	ck_assert_uint_eq(st.st_mode, S_IFDIR | 01777);
+	ck_assert_uint_eq(st.st_nlink, 2);
+	ck_assert_uint_eq(itable_count(&fs.itable), 1);
+	mk(fs.root, "a", S_IFREG | 0644);
+	ck_assert_uint_eq(itable_count(&fs.itable), 2);
+}
+END_TEST
+
+START_TEST(mknod_sets_owner_mode_and_lookup_count)
+{
+	struct inode *n = mk(fs.root, "f", S_IFREG | 0640), *m;
+	struct stat st;
+
+	ck_assert_uint_eq(atomic_load(&n->nlookup), 1);
+	ck_assert_int_eq(lookup(fs.root, "f", &m), 0);
+	ck_assert_ptr_eq(m, n);
+	ck_assert_uint_eq(atomic_load(&n->nlookup), 2);
+	fs_getattr(&fs, n, &st);
+	ck_assert_uint_eq(st.st_uid, 1000);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 0640);
+	ck_assert_uint_eq(st.st_nlink, 1);
+	ck_assert_int_eq(fs_mknod(&fs, fs.root, "f", S_IFREG | 0600, 0, NULL, &cred, &m, &st),
+			 -EEXIST);
+}
+END_TEST
+
+START_TEST(names_over_255_bytes_are_refused)
+{
+	char name[257];
+	struct inode *n;
+	struct stat st;
+
+	memset(name, 'x', 256);
+	name[256] = '\0';
+	ck_assert_int_eq(fs_mknod(&fs, fs.root, name, S_IFREG | 0600, 0, NULL, &cred, &n, &st),
+			 -ENAMETOOLONG);
+	name[255] = '\0';
+	ck_assert_int_eq(fs_mknod(&fs, fs.root, name, S_IFREG | 0600, 0, NULL, &cred, &n, &st),
+			 0);
+}
+END_TEST
+
+START_TEST(unlinked_node_lives_until_last_forget)
+{
+	struct inode *n = mk(fs.root, "f", S_IFREG | 0600), *m;
+
+	ck_assert_int_eq(fs_write(&fs, n, 0, "data", 4), 4);
+	ck_assert_int_eq(fs_unlink(&fs, fs.root, "f"), 0);
+	ck_assert_int_eq(lookup(fs.root, "f", &m), -ENOENT);
+	ck_assert_uint_eq(itable_count(&fs.itable), 2); /* still held by the kernel */
+	{
+		char buf[4];
+
+		ck_assert_int_eq(fs_read(&fs, n, 0, 4, buf), 4);
+		ck_assert_int_eq(memcmp(buf, "data", 4), 0);
+	}
+	fs_forget(&fs, n, 1);
+	ck_assert_uint_eq(itable_count(&fs.itable), 1);
+	ck_assert_uint_eq(arena_pages(&fs.arena), 0);
+}
+END_TEST
+
+START_TEST(forget_of_linked_node_keeps_it)
+{
+	struct inode *n = mk(fs.root, "f", S_IFREG | 0600), *m;
+
+	fs_forget(&fs, n, 1);
+	ck_assert_uint_eq(itable_count(&fs.itable), 2);
+	ck_assert_int_eq(lookup(fs.root, "f", &m), 0);
+	ck_assert_ptr_eq(m, n);
+	ck_assert_int_eq(fs_unlink(&fs, fs.root, "f"), 0);
+	fs_forget(&fs, n, 1);
+	ck_assert_uint_eq(itable_count(&fs.itable), 1);
+}
+END_TEST
+
+START_TEST(mkdir_and_rmdir_keep_link_counts)
+{
+	struct inode *d = mk(fs.root, "d", S_IFDIR | 0755);
+	struct stat st;
+
+	fs_getattr(&fs, fs.root, &st);
+	ck_assert_uint_eq(st.st_nlink, 3);
+	fs_getattr(&fs, d, &st);
+	ck_assert_uint_eq(st.st_nlink, 2);
+	mk(d, "x", S_IFREG | 0600);
+	ck_assert_int_eq(fs_rmdir(&fs, fs.root, "d"), -ENOTEMPTY);
+	ck_assert_int_eq(fs_unlink(&fs, fs.root, "d"), -EISDIR);
+	ck_assert_int_eq(fs_rmdir(&fs, d, "x"), -ENOTDIR);
+	ck_assert_int_eq(fs_unlink(&fs, d, "x"), 0);
+	ck_assert_int_eq(fs_rmdir(&fs, fs.root, "d"), 0);
+	fs_getattr(&fs, fs.root, &st);
+	ck_assert_uint_eq(st.st_nlink, 2);
+	fs_getattr(&fs, d, &st);
+	ck_assert_uint_eq(st.st_nlink, 0);
+}
+END_TEST
+
+START_TEST(setgid_directory_passes_group_and_bit)
+{
+	struct inode *d = mk(fs.root, "g", S_IFDIR | 02775), *sub, *f;
+	struct fs_setattr sa = { .valid = FS_SET_GID, .gid = 77 };
+	struct stat st;
+
+	ck_assert_int_eq(fs_setattr(&fs, d, &sa, &st), 0);
+	sub = mk(d, "sub", S_IFDIR | 0755);
+	f = mk(d, "f", S_IFREG | 0644);
+	fs_getattr(&fs, sub, &st);
+	ck_assert_uint_eq(st.st_gid, 77);
+	ck_assert(st.st_mode & S_ISGID);
+	fs_getattr(&fs, f, &st);
+	ck_assert_uint_eq(st.st_gid, 77);
+	ck_assert(!(st.st_mode & S_ISGID));
+}
+END_TEST
+
+START_TEST(link_counts_and_refuses_directories)
+{
+	struct inode *f = mk(fs.root, "f", S_IFREG | 0600), *d = mk(fs.root, "d", S_IFDIR | 0700);
+	struct stat st;
+
+	ck_assert_int_eq(fs_link(&fs, f, fs.root, "g", &st), 0);
+	ck_assert_uint_eq(st.st_nlink, 2);
+	ck_assert_int_eq(fs_link(&fs, d, fs.root, "e", &st), -EPERM);
+	ck_assert_int_eq(fs_link(&fs, f, fs.root, "d", &st), -EEXIST);
+	ck_assert_int_eq(fs_unlink(&fs, fs.root, "f"), 0);
+	fs_getattr(&fs, f, &st);
+	ck_assert_uint_eq(st.st_nlink, 1);
+}
+END_TEST
+
+START_TEST(symlink_keeps_target_and_size)
+{
+	struct inode *n;
+	struct stat st;
+
+	ck_assert_int_eq(fs_mknod(&fs, fs.root, "l", S_IFLNK | 0777, 0, "../some/where", &cred,
+				  &n, &st), 0);
+	ck_assert_str_eq(fs_readlink(&fs, n), "../some/where");
+	ck_assert_uint_eq(st.st_size, 13);
+	ck_assert_ptr_null(fs_readlink(&fs, fs.root));
+}
+END_TEST
+
+START_TEST(rename_moves_replaces_and_checks_types)
+{
+	struct inode *a = mk(fs.root, "a", S_IFREG | 0600), *b = mk(fs.root, "b", S_IFREG | 0600);
+	struct inode *d = mk(fs.root, "d", S_IFDIR | 0700), *e = mk(fs.root, "e", S_IFDIR | 0700);
+	struct inode *m;
+	struct stat st;
+
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b", RENAME_NOREPLACE), -EEXIST);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "d", 0), -EISDIR);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "d", fs.root, "a", 0), -ENOTDIR);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "d", d, "x", 0), -EINVAL);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "nope", fs.root, "x", 0), -ENOENT);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b", 0), 0);
+	ck_assert_int_eq(lookup(fs.root, "b", &m), 0);
+	ck_assert_ptr_eq(m, a);
+	fs_getattr(&fs, b, &st);
+	ck_assert_uint_eq(st.st_nlink, 0);
+	/* directory into another: link counts of both parents */
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "e", d, "e2", 0), 0);
+	fs_getattr(&fs, fs.root, &st);
+	ck_assert_uint_eq(st.st_nlink, 3);
+	fs_getattr(&fs, d, &st);
+	ck_assert_uint_eq(st.st_nlink, 3);
+	ck_assert_ptr_eq(e->dir.parent, d);
+}
+END_TEST
+
+START_TEST(rename_exchange_swaps_file_and_directory)
+{
+	struct inode *f = mk(fs.root, "f", S_IFREG | 0600), *d = mk(fs.root, "d", S_IFDIR | 0700);
+	struct inode *sub = mk(d, "sub", S_IFDIR | 0700), *m;
+	struct stat st;
+
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "f", fs.root, "zz", RENAME_EXCHANGE), -ENOENT);
+	ck_assert_int_eq(fs_rename(&fs, d, "sub", fs.root, "f", RENAME_EXCHANGE), 0);
+	ck_assert_int_eq(lookup(fs.root, "f", &m), 0);
+	ck_assert_ptr_eq(m, sub);
+	ck_assert_int_eq(lookup(d, "sub", &m), 0);
+	ck_assert_ptr_eq(m, f);
+	ck_assert_ptr_eq(sub->dir.parent, fs.root);
+	fs_getattr(&fs, d, &st);
+	ck_assert_uint_eq(st.st_nlink, 2);
+	fs_getattr(&fs, fs.root, &st);
+	ck_assert_uint_eq(st.st_nlink, 4);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "d", d, "sub", RENAME_EXCHANGE), -EINVAL);
+}
+END_TEST
+
+struct collect {
+	char names[2000][8];
+	uint64_t offs[2000];
+	int n, limit;
+};
+
+static int collect_fill(void *ctx, const char *name, struct inode *n, const struct stat *st,
+			uint64_t next_off)
+{
+	struct collect *c = ctx;
+
+	(void)n; (void)st;
+	if (c->n == c->limit)
+		return 1;
+	snprintf(c->names[c->n], 8, "%s", name);
+	c->offs[c->n++] = next_off;
+	return 0;
+}
+
+START_TEST(readdir_resumes_without_duplicates_across_removals)
+{
+	static struct collect c;
+	char name[16];
+	int seen[300] = { 0 };
+	uint64_t off = 0;
+
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "%d", i);
+		mk(fs.root, name, S_IFREG | 0600);
+	}
+	for (;;) {
+		c.n = 0;
+		c.limit = 50;
+		ck_assert_int_eq(fs_readdir(&fs, fs.root, off, false, collect_fill, &c), 0);
+		if (c.n == 0)
+			break;
+		for (int i = 0; i < c.n; i++) {
+			int v;
+
+			if (strcmp(c.names[i], ".") && strcmp(c.names[i], "..")) {
+				ck_assert_int_eq(sscanf(c.names[i], "%d", &v), 1);
+				ck_assert_int_eq(seen[v], 0);
+				seen[v]++;
+			}
+		}
+		off = c.offs[c.n - 1];
+		/* remove entries both behind and ahead of the cursor */
+		snprintf(name, sizeof(name), "%d", (int)(off % 300));
+		fs_unlink(&fs, fs.root, name);
+	}
+	for (int i = 0; i < 300; i++)
+		ck_assert_int_le(seen[i], 1);
+}
+END_TEST
+
+START_TEST(readdirplus_takes_references_only_for_taken_entries)
+{
+	static struct collect c;
+	struct inode *a = mk(fs.root, "a", S_IFREG | 0600), *b = mk(fs.root, "b", S_IFREG | 0600);
+
+	c.n = 0;
+	c.limit = 3; /* ".", "..", "a" */
+	ck_assert_int_eq(fs_readdir(&fs, fs.root, 0, true, collect_fill, &c), 0);
+	ck_assert_uint_eq(atomic_load(&a->nlookup), 2);
+	ck_assert_uint_eq(atomic_load(&b->nlookup), 1);
+	ck_assert_uint_eq(atomic_load(&fs.root->nlookup), 1);
+}
+END_TEST
+
+START_TEST(xattrs_store_namespaces_like_tmpfs)
+{
+	struct inode *f = mk(fs.root, "f", S_IFREG | 0600);
+	char buf[64];
+
+	ck_assert_int_eq(fs_getxattr(&fs, f, "security.capability", buf, 0), -ENODATA);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "v1", 2, 0), 0);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "v2", 2, XATTR_CREATE), -EEXIST);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.b", "v2", 2, XATTR_REPLACE), -ENODATA);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "trusted.t", "", 0, 0), 0);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "security.s", "x", 1, 0), 0);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "system.posix_acl_access", "x", 1, 0), -EOPNOTSUPP);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.volatile.nope", "x", 1, 0), -EINVAL);
+	ck_assert_int_eq(fs_getxattr(&fs, f, "user.volatile.nope", buf, sizeof(buf)), -ENODATA);
+	ck_assert_int_eq(fs_getxattr(&fs, f, "user.a", buf, 0), 2);
+	ck_assert_int_eq(fs_getxattr(&fs, f, "user.a", buf, 1), -ERANGE);
+	ck_assert_int_eq(fs_getxattr(&fs, f, "user.a", buf, sizeof(buf)), 2);
+	ck_assert_int_eq(memcmp(buf, "v1", 2), 0);
+	ck_assert_int_eq(fs_getxattr(&fs, f, "trusted.t", buf, sizeof(buf)), 0);
+	ck_assert_int_eq(fs_listxattr(&fs, f, buf, 0), 28);
+	ck_assert_int_eq(fs_listxattr(&fs, f, buf, 5), -ERANGE);
+	ck_assert_int_eq(fs_listxattr(&fs, f, buf, sizeof(buf)), 28);
+	ck_assert_int_eq(memcmp(buf, "user.a\0trusted.t\0security.s\0", 28), 0);
+	ck_assert_int_eq(fs_removexattr(&fs, f, "user.a"), 0);
+	ck_assert_int_eq(fs_removexattr(&fs, f, "user.a"), -ENODATA);
+	ck_assert_int_eq(fs_getxattr(&fs, f, "user.a", buf, sizeof(buf)), -ENODATA);
+}
+END_TEST
+
+START_TEST(statfs_reports_limit_and_free)
+{
+	struct inode *f = mk(fs.root, "f", S_IFREG | 0600);
+	char page[4096] = { 1 };
+	struct statvfs sv;
+
+	ck_assert_int_eq(fs_write(&fs, f, 0, page, sizeof(page)), 4096);
+	fs_statfs(&fs, &sv);
+	ck_assert_uint_eq(sv.f_bsize, 4096);
+	ck_assert_uint_eq(sv.f_blocks, (1ull << 30) / 4096);
+	ck_assert_uint_eq(sv.f_bfree, (1ull << 30) / 4096 - 1);
+	ck_assert_uint_eq(sv.f_bavail, sv.f_bfree);
+	ck_assert_uint_eq(sv.f_namemax, 255);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("fs");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, itable_counts_nodes_and_root_is_ino_1);
+	tcase_add_test(tc, mknod_sets_owner_mode_and_lookup_count);
+	tcase_add_test(tc, names_over_255_bytes_are_refused);
+	tcase_add_test(tc, unlinked_node_lives_until_last_forget);
+	tcase_add_test(tc, forget_of_linked_node_keeps_it);
+	tcase_add_test(tc, mkdir_and_rmdir_keep_link_counts);
+	tcase_add_test(tc, setgid_directory_passes_group_and_bit);
+	tcase_add_test(tc, link_counts_and_refuses_directories);
+	tcase_add_test(tc, symlink_keeps_target_and_size);
+	tcase_add_test(tc, rename_moves_replaces_and_checks_types);
+	tcase_add_test(tc, rename_exchange_swaps_file_and_directory);
+	tcase_add_test(tc, readdir_resumes_without_duplicates_across_removals);
+	tcase_add_test(tc, readdirplus_takes_references_only_for_taken_entries);
+	tcase_add_test(tc, xattrs_store_namespaces_like_tmpfs);
+	tcase_add_test(tc, statfs_reports_limit_and_free);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
