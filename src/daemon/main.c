@@ -12,6 +12,7 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +109,9 @@ int main(int argc, char *argv[])
 		ret = fuse_session_loop_mt(se, lcfg);
 		fuse_loop_cfg_destroy(lcfg);
 	}
-	ret = ret ? 1 : 0;
+	/* libfuse's signal handler leaves the signal number as the loop's
+	 * result; SIGTERM, SIGINT and SIGHUP are the clean ways to stop us. */
+	ret = (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
 
 out_unmount:
 	fuse_session_unmount(se);

@@ -18,6 +18,7 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -224,6 +225,19 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (S_ISDIR(n->mode)) {
 		fuse_reply_err(req, EISDIR);
 		return;
+	}
+	if ((fi->flags & O_TRUNC) && S_ISREG(n->mode)) {
+		/* libfuse negotiates atomic O_TRUNC: the truncation is ours.
+		 * Like the VFS, O_TRUNC stamps mtime and ctime even on an
+		 * empty file. */
+		struct fs_setattr sa = { .valid = FS_SET_SIZE | FS_SET_MTIME_NOW };
+		struct stat st;
+		int ret = fs_setattr(fs_of(req), n, &sa, &st);
+
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
 	}
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
