@@ -675,13 +675,31 @@ void fs_statfs(struct fs *fs, struct statvfs *sv)
 	sv->f_namemax = FS_NAME_MAX;
 }
 
-/* Which attribute names are stored, as tmpfs: user.*, trusted.*, security.*. */
-static int xattr_name_ok(const char *name)
+/* Namespaces stored, as tmpfs: user.*, trusted.*, security.*. */
+#define XATTR_NS_USER     1u
+#define XATTR_NS_TRUSTED  2u
+#define XATTR_NS_SECURITY 4u
+
+/* The namespace bit of a stored name, or 0 for names we refuse. */
+static unsigned xattr_ns_of(const char *name)
 {
-	if (strncmp(name, "user.", 5) == 0 || strncmp(name, "trusted.", 8) == 0 ||
-	    strncmp(name, "security.", 9) == 0)
-		return 0;
-	return -EOPNOTSUPP;
+	if (strncmp(name, "user.", 5) == 0)
+		return XATTR_NS_USER;
+	if (strncmp(name, "trusted.", 8) == 0)
+		return XATTR_NS_TRUSTED;
+	if (strncmp(name, "security.", 9) == 0)
+		return XATTR_NS_SECURITY;
+	return 0;
+}
+
+/* Recompute the namespace bits.  Caller holds n->lock for writing. */
+static void xattr_ns_update_locked(struct inode *n)
+{
+	unsigned ns = 0;
+
+	for (const struct xattr *x = n->xattrs; x; x = x->next)
+		ns |= xattr_ns_of(x->name);
+	atomic_store_explicit(&n->xattr_ns, ns, memory_order_release);
 }
 
 static bool is_reserved(const char *name)
@@ -692,10 +710,10 @@ static bool is_reserved(const char *name)
 int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
 		size_t size, int flags)
 {
-	int ret = xattr_name_ok(name);
+	int ret;
 
-	if (ret)
-		return ret;
+	if (!xattr_ns_of(name))
+		return -EOPNOTSUPP;
 	if (is_reserved(name))
 		return -EINVAL;
 	ret = mem_charge(&fs->mem, 0);
@@ -704,7 +722,7 @@ int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *va
 	pthread_rwlock_wrlock(&n->lock);
 	ret = xattr_set(&n->xattrs, name, value, size, flags);
 	if (!ret) {
-		atomic_store(&n->nxattr, 1);
+		xattr_ns_update_locked(n);
 		stamp_locked(n, T_C);
 	}
 	pthread_rwlock_unlock(&n->lock);
@@ -715,15 +733,15 @@ long fs_getxattr(struct fs *fs, struct inode *n, const char *name, void *buf, si
 {
 	const struct xattr *x;
 	long ret;
+	unsigned ns = xattr_ns_of(name);
 
 	(void)fs;
-	/* The kernel asks for security.capability before every write:
-	 * answer a node without attributes without taking its lock. */
-	if (atomic_load_explicit(&n->nxattr, memory_order_acquire) == 0)
-		return xattr_name_ok(name) ? -EOPNOTSUPP : -ENODATA;
-	ret = xattr_name_ok(name);
-	if (ret)
-		return ret;
+	if (!ns)
+		return -EOPNOTSUPP;
+	/* The kernel asks for security.capability before every write: a
+	 * namespace with nothing stored is answered without the lock. */
+	if (!(atomic_load_explicit(&n->xattr_ns, memory_order_acquire) & ns))
+		return -ENODATA;
 	pthread_rwlock_rdlock(&n->lock);
 	x = xattr_find(n->xattrs, name);
 	if (!x)
@@ -753,17 +771,17 @@ long fs_listxattr(struct fs *fs, struct inode *n, char *buf, size_t size)
 
 int fs_removexattr(struct fs *fs, struct inode *n, const char *name)
 {
-	int ret = xattr_name_ok(name);
+	int ret;
 
 	(void)fs;
-	if (ret)
-		return ret;
+	if (!xattr_ns_of(name))
+		return -EOPNOTSUPP;
 	if (is_reserved(name))
 		return -ENODATA;
 	pthread_rwlock_wrlock(&n->lock);
 	ret = xattr_remove(&n->xattrs, name);
 	if (!ret) {
-		atomic_store(&n->nxattr, n->xattrs != NULL);
+		xattr_ns_update_locked(n);
 		stamp_locked(n, T_C);
 	}
 	pthread_rwlock_unlock(&n->lock);

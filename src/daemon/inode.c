@@ -32,7 +32,7 @@ struct inode *inode_new(struct itable *t, mode_t mode, uid_t uid, gid_t gid, dev
 	inode_now(&n->ctime);
 	n->atime = n->mtime = n->ctime;
 	atomic_init(&n->nlookup, 0);
-	atomic_init(&n->nxattr, 0);
+	atomic_init(&n->xattr_ns, 0);
 	if (S_ISREG(mode))
 		pagemap_init(&n->pages);
 	else if (S_ISDIR(mode))

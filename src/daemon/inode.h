@@ -50,9 +50,10 @@ struct inode {
 	struct timespec atime, mtime, ctime; /* under lock */
 	pthread_rwlock_t lock;
 	_Atomic uint64_t nlookup;
-	/* Plain xattrs present, readable without the lock so the kernel's
-	 * security.capability lookup before every write is answered fast. */
-	_Atomic unsigned nxattr;
+	/* Namespaces with at least one stored xattr (XATTR_NS_* bits),
+	 * readable without the lock so that the kernel's lookup of
+	 * security.capability before every write is answered at once. */
+	_Atomic unsigned xattr_ns;
 	struct xattr *xattrs;         /* under lock */
 	struct inode *prev, *next;    /* in the table; under itable->lock */
 	union {

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/xattr.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "fs.h"
 
@@ -338,6 +340,31 @@ START_TEST(xattrs_store_namespaces_like_tmpfs)
 }
 END_TEST
 
+static void *hold_write_lock(void *arg)
+{
+	struct inode *n = arg;
+
+	pthread_rwlock_wrlock(&n->lock);
+	pause(); /* until the forked test process exits */
+	return NULL;
+}
+
+START_TEST(security_lookup_answers_without_the_node_lock)
+{
+	struct inode *f = mk(fs.root, "f", S_IFREG | 0600);
+	pthread_t t;
+	char buf[8];
+
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "1", 1, 0), 0);
+	pthread_create(&t, NULL, hold_write_lock, f);
+	while (pthread_rwlock_tryrdlock(&f->lock) == 0)
+		pthread_rwlock_unlock(&f->lock);
+	/* A writer holds the lock: taking it would hang until the timeout. */
+	ck_assert_int_eq(fs_getxattr(&fs, f, "security.capability", buf, sizeof(buf)), -ENODATA);
+	ck_assert_int_eq(fs_getxattr(&fs, f, "trusted.x", buf, 0), -ENODATA);
+}
+END_TEST
+
 START_TEST(statfs_reports_limit_and_free)
 {
 	struct inode *f = mk(fs.root, "f", S_IFREG | 0600);
@@ -377,6 +404,8 @@ int main(void)
 	tcase_add_test(tc, readdirplus_takes_references_only_for_taken_entries);
 	tcase_add_test(tc, xattrs_store_namespaces_like_tmpfs);
 	tcase_add_test(tc, statfs_reports_limit_and_free);
+	tcase_add_test(tc, security_lookup_answers_without_the_node_lock);
+	tcase_set_timeout(tc, 10);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
