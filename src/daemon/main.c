@@ -1,7 +1,7 @@
 /*
  * main.c - the volatilefs daemon: options, session set-up and the loop.
  *
- *   volatilefs [-f] [-d] [-s] [-o OPT[,OPT...]] MOUNTPOINT
+ *   volatilefs [-f] [-d] [-s] [-o OPT[,OPT...]] [SOURCE] MOUNTPOINT
  *
  * Set-up runs in order (options, filesystem, session, signal handlers,
  * mount, daemonize, loop) and unwinds in reverse through labels named
@@ -35,9 +35,32 @@ static void usage(const char *prog)
 	       prog);
 }
 
+/*
+ * mount(8) runs us through mount.fuse3 as "volatilefs SOURCE MOUNTPOINT
+ * -o ...", where SOURCE is the first field of an fstab line (the name
+ * "volatilefs", say).  With two positional arguments, drop the first.
+ */
+static void drop_mount_source(int *argc, char *argv[])
+{
+	int pos[3], npos = 0;
+
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "-o") == 0)
+			i++; /* its value */
+		else if (argv[i][0] != '-' && npos < 3)
+			pos[npos++] = i;
+	}
+	if (npos != 2)
+		return;
+	for (int i = pos[0]; i < *argc - 1; i++)
+		argv[i] = argv[i + 1];
+	(*argc)--;
+	argv[*argc] = NULL;
+}
+
 int main(int argc, char *argv[])
 {
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_args args;
 	struct fuse_cmdline_opts copts = { 0 };
 	struct fuse_loop_config *lcfg = NULL;
 	struct fuse_session *se;
@@ -47,6 +70,8 @@ int main(int argc, char *argv[])
 	char err[256];
 	int ret = 1;
 
+	drop_mount_source(&argc, argv);
+	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	if (opts_parse(&args, &o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "volatilefs: %s\n", err);
 		goto out_args;
@@ -114,6 +139,7 @@ int main(int argc, char *argv[])
 	ret = (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
 
 out_unmount:
+	ops_thread_cleanup();
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);

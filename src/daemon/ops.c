@@ -18,6 +18,7 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,73 @@
 #include "ops.h"
 
 #define CACHE_TIMEOUT 86400.0
+
+/*
+ * Reply buffers: one per worker thread, grown to the largest request it
+ * served (1 MiB reads at most), instead of a malloc per request.
+ */
+struct thread_buf {
+	char *p;
+	size_t cap;
+};
+
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+static bool buf_key_ok;
+
+static void thread_buf_free(void *arg)
+{
+	struct thread_buf *b = arg;
+
+	free(b->p);
+	free(b);
+}
+
+static void thread_buf_key_init(void)
+{
+	buf_key_ok = pthread_key_create(&buf_key, thread_buf_free) == 0;
+}
+
+void ops_thread_cleanup(void)
+{
+	struct thread_buf *b;
+
+	if (!buf_key_ok)
+		return;
+	b = pthread_getspecific(buf_key);
+	if (b) {
+		pthread_setspecific(buf_key, NULL);
+		thread_buf_free(b);
+	}
+}
+
+/* A buffer of at least size bytes for this thread, or NULL. */
+static char *thread_buf(size_t size)
+{
+	struct thread_buf *b;
+
+	pthread_once(&buf_once, thread_buf_key_init);
+	if (!buf_key_ok)
+		return NULL;
+	b = pthread_getspecific(buf_key);
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b || pthread_setspecific(buf_key, b) != 0) {
+			free(b);
+			return NULL;
+		}
+	}
+	if (b->cap < size) {
+		size_t cap = size < 4096 ? 4096 : size;
+		char *p = realloc(b->p, cap);
+
+		if (!p)
+			return NULL;
+		b->p = p;
+		b->cap = cap;
+	}
+	return b->p;
+}
 
 static struct fs *fs_of(fuse_req_t req)
 {
@@ -275,7 +343,7 @@ static void vfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	buf = malloc(size ? size : 1);
+	buf = thread_buf(size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -285,7 +353,6 @@ static void vfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, (int)-n);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
-	free(buf);
 }
 
 static void vfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -368,7 +435,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	d.buf = malloc(size ? size : 1);
+	d.buf = thread_buf(size);
 	if (!d.buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -378,7 +445,6 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		fuse_reply_err(req, -ret);
 	else
 		fuse_reply_buf(req, d.buf, d.pos);
-	free(d.buf);
 }
 
 static void vfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -433,16 +499,12 @@ static void vfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	char *buf = NULL;
 	long len;
 
-	if (size) {
-		buf = malloc(size);
-		if (!buf) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
+	if (size && !(buf = thread_buf(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
 	len = fs_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
 	reply_xattr_buf(req, len, buf, size);
-	free(buf);
 }
 
 static void vfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -450,16 +512,12 @@ static void vfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char *buf = NULL;
 	long len;
 
-	if (size) {
-		buf = malloc(size);
-		if (!buf) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
+	if (size && !(buf = thread_buf(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
 	len = fs_listxattr(fs_of(req), node_of(req, ino), buf, size);
 	reply_xattr_buf(req, len, buf, size);
-	free(buf);
 }
 
 static void vfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)

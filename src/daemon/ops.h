@@ -8,4 +8,8 @@
 struct fuse_lowlevel_ops;
 extern const struct fuse_lowlevel_ops volatilefs_ops;
 
+/* Free the calling thread's reply buffer (the main thread, at exit:
+ * worker threads free theirs when they end). */
+void ops_thread_cleanup(void);
+
 #endif

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# contrib/test.sh: install what is missing, build volatilefs twice and run every test.
+#
+#   contrib/test.sh [MESON-TEST-ARGS...]
+#
+# On a fresh Debian 12 machine (as root, or a user with sudo) this installs the Debian packages
+# the build and the tests need, then:
+#   1. builds in build-test (the default build type) and runs `meson test --print-errorlogs`;
+#   2. builds in build-asan with AddressSanitizer and UndefinedBehaviorSanitizer and runs every
+#      test again, leak detection on.
+# Both runs happen even when the first fails; the summary at the end says which part failed
+# and the exit status is non-zero if anything did. Arguments are passed to both `meson test`
+# runs (for example `--suite unit`, or a test name).
+#
+# The mount tests need /dev/fuse and root. Nothing is read from standard input: the script
+# runs unattended in CI (`.ci/run`, CI=true) as well as from a terminal.
+#
+# The sanitizer run exports ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:quarantine_size_mb=8
+# (ASan's default 256 MiB quarantine keeps freed buffers resident, which the daemon's RSS limit
+# would count), UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 and VFS_FIO_SIZE=256M (the
+# mount tests' meson.build raises the ENOSPC test's limit for sanitizer builds), and gives every
+# test three times its timeout. VFS_TEST_SKIP_ASAN=1 skips it (the summary says so).
+set -euo pipefail
+
+readonly BUILD_PKGS=(meson ninja-build pkg-config gcc libfuse3-dev libbsd-dev check)
+readonly RUN_PKGS=(fuse3)
+readonly TEST_PKGS=(attr fio stress-ng)
+readonly NORMAL_DIR=build-test
+readonly ASAN_DIR=build-asan
+
+prog=${0##*/}
+
+say() { printf '%s: %s\n' "$prog" "$*"; }
+die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 1; }
+
+# Run as root, or through sudo when we are not.
+as_root() {
+	if [[ $(id -u) -eq 0 ]]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		die "need root to run: $* (run this script as root or install sudo)"
+	fi
+}
+
+# Print the packages among "$@" that dpkg does not list as installed.
+missing_packages() {
+	local pkg status
+	for pkg in "$@"; do
+		status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+		[[ $status == "install ok installed" ]] || printf '%s\n' "$pkg"
+	done
+}
+
+# Install whichever of "$@" are missing; apt-get update runs once, and only if needed.
+install_missing() {
+	local -a missing
+	if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+		say "no dpkg/apt-get here: make sure these are installed: $*"
+		return 0
+	fi
+	mapfile -t missing < <(missing_packages "$@")
+	if [[ ${#missing[@]} -eq 0 ]]; then
+		say "required Debian packages are installed"
+		return 0
+	fi
+	say "installing missing Debian packages: ${missing[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+}
+
+# meson setup, or reconfigure a build directory that already exists, with options "${@:2}".
+configure() {
+	local dir=$1
+	shift
+	if [[ -f $dir/meson-private/coredata.dat ]]; then
+		meson setup --reconfigure "$dir" "$@"
+	else
+		meson setup "$dir" "$@"
+	fi
+}
+
+# "ok=N fail=N skip=N ..." and the names of tests that did not pass, from meson's JSON log.
+test_counts() {
+	local log=$1/meson-logs/testlog.json
+	[[ -f $log ]] || { echo "no test log"; return 0; }
+	python3 - "$log" <<'EOF' || echo "(could not read $log)"
+import collections, json, sys
+counts = collections.Counter()
+bad = []
+with open(sys.argv[1], encoding="utf-8", errors="replace") as f:
+    for line in f:
+        line = line.strip()
+        if not line:
+            continue
+        t = json.loads(line)
+        counts[t["result"]] += 1
+        if t["result"] not in ("OK", "EXPECTEDFAIL"):
+            bad.append("%s (%s)" % (t["name"], t["result"]))
+order = ["OK", "FAIL", "SKIP", "TIMEOUT", "EXPECTEDFAIL", "UNEXPECTEDPASS", "ERROR"]
+keys = [k for k in order if counts[k]] + sorted(k for k in counts if k not in order)
+print(" ".join("%s=%d" % (k.lower(), counts[k]) for k in keys) or "no tests ran")
+for b in bad:
+    print("      " + b)
+EOF
+}
+
+declare -a summary=()
+failed=0
+
+# run_build NAME DIR MESON-TEST-ARGS -- MESON-SETUP-OPTIONS...
+# Setup, compile and test one build; record the outcome in summary[] and failed.
+run_build() {
+	local name=$1 dir=$2 started=$SECONDS
+	local -a test_args=() setup_args=()
+	shift 2
+	while [[ $# -gt 0 && $1 != -- ]]; do
+		test_args+=("$1")
+		shift
+	done
+	if [[ $# -gt 0 ]]; then
+		shift # the --
+	fi
+	setup_args=("$@")
+
+	say "=== $name build in $dir: meson setup ${setup_args[*]}"
+	if ! configure "$dir" "${setup_args[@]}"; then
+		summary+=("$name: FAILED at meson setup (see $dir/meson-logs/meson-log.txt)")
+		failed=1
+		return 0
+	fi
+	say "=== $name build: compiling"
+	if ! meson compile -C "$dir"; then
+		summary+=("$name: FAILED to compile")
+		failed=1
+		return 0
+	fi
+	say "=== $name build: meson test ${test_args[*]}"
+	rm -f "$dir/meson-logs/testlog.json"
+	if meson test -C "$dir" --print-errorlogs "${test_args[@]}"; then
+		summary+=("$name: passed in $((SECONDS - started))s: $(test_counts "$dir")")
+	else
+		summary+=("$name: TESTS FAILED in $((SECONDS - started))s: $(test_counts "$dir")"
+			"      full log: $dir/meson-logs/testlog.txt")
+		failed=1
+	fi
+}
+
+main() {
+	local here root
+	here=$(dirname -- "$(readlink -f -- "${BASH_SOURCE[0]}")")
+	root=$(cd -- "$here/.." && pwd)
+	cd -- "$root"
+	[[ -f meson.build && -d src ]] || die "$root does not look like the volatilefs source tree"
+
+	if [[ ! -c /dev/fuse ]]; then
+		printf '%s: /dev/fuse is missing, so the mount tests cannot run here.\n' "$prog" >&2
+		printf '%s: load the fuse module (modprobe fuse) or, in a container, pass the device\n' \
+			"$prog" >&2
+		printf '%s: through (docker run --device /dev/fuse --cap-add SYS_ADMIN ...), then try again.\n' \
+			"$prog" >&2
+		exit 1
+	fi
+	if [[ $(id -u) -ne 0 ]]; then
+		say "note: not running as root; the mount tests need root (sudo $0)"
+	fi
+
+	install_missing "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}" "${TEST_PKGS[@]}"
+
+	# Nothing below may wait for input.
+	exec </dev/null
+
+	run_build normal "$NORMAL_DIR" "$@" -- -Dtests=true -Db_sanitize=none
+
+	if [[ ${VFS_TEST_SKIP_ASAN:-0} == 1 ]]; then
+		summary+=("asan+ubsan: skipped (VFS_TEST_SKIP_ASAN=1)")
+	else
+		# Sanitized code runs slower and holds more memory: longer timeouts, a higher limit
+		# for the ENOSPC test and a smaller fio file. This is the last build, so exporting
+		# here affects nothing else.
+		export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:quarantine_size_mb=8
+		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+		export VFS_FIO_SIZE=256M
+		run_build asan+ubsan "$ASAN_DIR" --timeout-multiplier 3 "$@" -- \
+			-Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
+	fi
+
+	echo
+	say "summary"
+	printf '  %s\n' "${summary[@]}"
+	if [[ $failed -ne 0 ]]; then
+		say "FAILED"
+		exit 1
+	fi
+	say "all tests passed"
+}
+
+# Sourcing the script (to test its functions) defines them without running anything.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	main "$@"
+fi
