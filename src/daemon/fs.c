@@ -266,7 +266,7 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 		return -EINVAL;
 	}
 	/* Metadata costs memory too: refuse new nodes once over the limit. */
-	ret = mem_charge(&fs->mem, 0);
+	ret = mem_charge_check(&fs->mem, 0);
 	if (ret)
 		goto out_free;
 
@@ -331,7 +331,7 @@ int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *ne
 		return -EPERM;
 	if (!S_ISDIR(newdir->mode))
 		return -ENOTDIR;
-	ret = mem_charge(&fs->mem, 0);
+	ret = mem_charge_check(&fs->mem, 0);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&fs->ns_lock);
@@ -716,7 +716,7 @@ int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *va
 		return -EOPNOTSUPP;
 	if (is_reserved(name))
 		return -EINVAL;
-	ret = mem_charge(&fs->mem, 0);
+	ret = mem_charge_check(&fs->mem, 0);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&n->lock);

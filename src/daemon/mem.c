@@ -97,6 +97,13 @@ uint64_t mem_rss(struct mem *m)
 
 int mem_charge(struct mem *m, uint64_t npages)
 {
+	if (npages == 0)
+		return 0; /* needing no memory never fails */
+	return mem_charge_check(m, npages);
+}
+
+int mem_charge_check(struct mem *m, uint64_t npages)
+{
 	uint64_t limit = atomic_load_explicit(&m->limit, memory_order_relaxed);
 	uint64_t need = npages * ARENA_PAGE_SIZE;
 	uint64_t pages = arena_pages(m->arena);

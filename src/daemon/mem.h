@@ -62,8 +62,11 @@ uint64_t mem_rss(struct mem *m);
 
 /*
  * May npages new pages be allocated without going over the limit?
- * Zero, or -ENOSPC (counted in enospc_total).
+ * Zero, or -ENOSPC (counted in enospc_total).  Asking for no page always
+ * succeeds: a write into memory already held never fails for space.
  */
 int mem_charge(struct mem *m, uint64_t npages);
+/* As mem_charge, but npages 0 asks "is there room at all?" (new nodes). */
+int mem_charge_check(struct mem *m, uint64_t npages);
 
 #endif
