@@ -1,0 +1,120 @@
+# lib.sh - helpers shared by the mount tests; sourced, never run.
+#
+# Each test is `TEST.sh DAEMON`: run that way, it re-executes itself under
+# with-mount.sh (vfs_run_mounted) with `--mounted` as its first argument, and
+# the checks run with the mount in $VFS_TEST_DIR. Every check prints one line,
+# "ok - WHAT" on stdout or "FAIL - WHAT: WHY" on stderr, and the first failure
+# ends the test with status 1.
+# shellcheck shell=bash
+
+vfs_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+vfs_test=$(basename "${BASH_SOURCE[1]}" .sh)
+
+ok() { printf '%s: ok - %s\n' "$vfs_test" "$*"; }
+
+fail()
+{
+	printf '%s: FAIL - %s\n' "$vfs_test" "$*" >&2
+	exit 1
+}
+
+# A command that fails outside a condition ends the test (set -e) with a
+# line that names it, instead of the tool's message alone.
+vfs_on_err()
+{
+	fail "line $2: '$3' exited with status $1"
+}
+trap 'vfs_on_err $? $LINENO "$BASH_COMMAND"' ERR
+
+# need TOOL PACKAGE: fail loudly when a tool the test drives is missing.
+need()
+{
+	command -v "$1" > /dev/null || fail "$1 not installed (Debian package $2)"
+}
+
+# vfs_run_mounted SCRIPT DAEMON [DAEMON-OPTION...] [-- ARG...]: run
+# `SCRIPT --mounted ARG...` inside with-mount.sh. Does not return.
+vfs_run_mounted()
+{
+	local script=$1 daemon=$2 opts=()
+	shift 2
+	while [[ $# -gt 0 && $1 != -- ]]; do
+		opts+=("$1")
+		shift
+	done
+	if [[ $# -gt 0 ]]; then shift; fi
+	exec bash "$vfs_dir/with-mount.sh" "$daemon" "${opts[@]}" -- \
+		bash "$script" --mounted "$@"
+}
+
+# vfs_usage_check "$@": the standalone command line is exactly `TEST.sh DAEMON`.
+vfs_usage_check()
+{
+	if [[ $# -ne 1 || $1 == -* ]]; then
+		echo "usage: $0 DAEMON   (path of the volatilefs binary)" >&2
+		exit 2
+	fi
+	if [[ $1 == */* && ! -x $1 ]]; then
+		fail "daemon $1 is not an executable file"
+	fi
+}
+
+# expect_fail WHAT MESSAGE COMMAND...: COMMAND must fail and its stderr must
+# contain MESSAGE (e.g. "No such attribute").
+expect_fail()
+{
+	local what=$1 msg=$2 err status=0
+	shift 2
+	err=$("$@" 2>&1 > /dev/null) || status=$?
+	if [[ $status -eq 0 ]]; then
+		fail "$what: '$*' succeeded, want failure with '$msg'"
+	fi
+	if [[ $err != *"$msg"* ]]; then
+		fail "$what: '$*' failed (status $status) with '$err', want '$msg'"
+	fi
+	ok "$what"
+}
+
+# short STRING: STRING cut to 80 characters, for messages.
+short()
+{
+	if ((${#1} > 80)); then
+		printf '%s... (%d chars)' "${1:0:72}" "${#1}"
+	else
+		printf '%s' "$1"
+	fi
+}
+
+# eq WHAT GOT WANT
+eq()
+{
+	if [[ $2 != "$3" ]]; then
+		fail "$1: got '$(short "$2")', want '$(short "$3")'"
+	fi
+	ok "$1: $(short "$3")"
+}
+
+# daemon_rss_kib: VmRSS of the daemon under test, in KiB.
+daemon_rss_kib()
+{
+	local kib
+	kib=$(awk '/^VmRSS:/ { print $2 }' "/proc/$VFS_DAEMON_PID/status") ||
+		fail "cannot read /proc/$VFS_DAEMON_PID/status: daemon gone?"
+	[[ -n $kib ]] || fail "no VmRSS in /proc/$VFS_DAEMON_PID/status"
+	echo "$kib"
+}
+
+# mount_answers: the daemon is alive and the mount serves a stat, a write and
+# a read within 10 seconds each.
+mount_answers()
+{
+	local f=$VFS_TEST_DIR/.alive.$$ got
+	kill -0 "$VFS_DAEMON_PID" 2> /dev/null || fail "daemon $VFS_DAEMON_PID is gone"
+	timeout 10 stat "$VFS_TEST_DIR" > /dev/null || fail "stat of the mount root failed or hung"
+	# shellcheck disable=SC2016 # $1 is for the inner sh
+	timeout 10 sh -c 'echo alive > "$1"' sh "$f" || fail "write to the mount failed or hung"
+	got=$(timeout 10 cat "$f") || fail "read from the mount failed or hung"
+	[[ $got == alive ]] || fail "read back '$got' from $f, want 'alive'"
+	rm -f "$f"
+	ok "daemon $VFS_DAEMON_PID alive and mount answers"
+}
