@@ -2,6 +2,7 @@
  * file.c - regular file data; see file.h.
  */
 #include "file.h"
+#include "fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +27,8 @@ void page_batch_release(void *page, void *ctx)
 	b->pages[b->n++] = page;
 }
 
-size_t file_read_locked(struct inode *n, uint64_t off, size_t size, char *buf)
+ssize_t file_read_locked(struct fs *fs, struct inode *n, uint64_t off, size_t size,
+			 char *buf)
 {
 	size_t done = 0;
 
@@ -34,6 +36,8 @@ size_t file_read_locked(struct inode *n, uint64_t off, size_t size, char *buf)
 		return 0;
 	if (size > n->size - off)
 		size = n->size - off;
+	if (fs->purged_eio && extset_intersects(&n->purged, off, off + size))
+		return -EIO;
 	while (done < size) {
 		uint64_t pos = off + done;
 		size_t in = pos % PG, chunk = PG - in;
@@ -47,7 +51,9 @@ size_t file_read_locked(struct inode *n, uint64_t off, size_t size, char *buf)
 			memset(buf + done, 0, chunk);
 		done += chunk;
 	}
-	return done;
+	if (size)
+		units_touch(&fs->lru, &n->units, off / PG, (off + size - 1) / PG + 1);
+	return (ssize_t)done;
 }
 
 /* Pages in [first, last] that hold no memory yet. */
@@ -66,8 +72,10 @@ static uint64_t pages_missing(struct inode *n, uint64_t first, uint64_t last)
  * On -ENOMEM the pages already given stay (they read as zeros, which
  * they were).
  */
-static int pages_fill(struct mem *m, struct inode *n, uint64_t first, uint64_t last)
+static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t last)
 {
+	struct mem *m = &fs->mem;
+
 	for (uint64_t i = first; i <= last; i++) {
 		uintptr_t e = pagemap_get(&n->pages, i);
 		char *page;
@@ -86,13 +94,22 @@ static int pages_fill(struct mem *m, struct inode *n, uint64_t first, uint64_t l
 			arena_free(m->arena, page);
 			return ret;
 		}
+		units_page_added(&fs->lru, &n->units, i);
 	}
 	return 0;
 }
 
-ssize_t file_write_locked(struct mem *m, struct inode *n, uint64_t off, const char *buf,
+uint64_t file_pages_needed_locked(struct inode *n, uint64_t off, uint64_t size)
+{
+	if (size == 0 || off > FILE_MAX_SIZE || size > FILE_MAX_SIZE - off)
+		return 0;
+	return pages_missing(n, off / PG, (off + size - 1) / PG);
+}
+
+ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const char *buf,
 			  size_t size)
 {
+	struct unit *spare = NULL;
 	uint64_t first, last;
 	size_t done = 0;
 	int ret;
@@ -103,12 +120,25 @@ ssize_t file_write_locked(struct mem *m, struct inode *n, uint64_t off, const ch
 		return -EFBIG;
 	first = off / PG;
 	last = (off + size - 1) / PG;
-	ret = mem_charge(m, pages_missing(n, first, last));
+	ret = mem_charge(&fs->mem, pages_missing(n, first, last));
 	if (ret < 0)
 		return ret;
-	ret = pages_fill(m, n, first, last);
-	if (ret < 0)
+	if (fs->write_unmark && n->units.count) {
+		spare = unit_alloc();
+		if (!spare)
+			return -ENOMEM;
+	}
+	ret = pages_fill(fs, n, first, last);
+	if (ret == 0)
+		ret = extset_remove(&n->purged, off, off + size);
+	if (ret < 0) {
+		unit_free(spare);
 		return ret;
+	}
+	if (spare) {
+		units_unmark(&fs->lru, &n->units, &n->pages, first, last + 1, 0, &spare);
+		unit_free(spare);
+	}
 	while (done < size) {
 		uint64_t pos = off + done;
 		size_t in = pos % PG, chunk = PG - in;
@@ -121,6 +151,7 @@ ssize_t file_write_locked(struct mem *m, struct inode *n, uint64_t off, const ch
 	}
 	if (off + size > n->size)
 		n->size = off + size;
+	units_touch(&fs->lru, &n->units, first, last + 1);
 	return (ssize_t)size;
 }
 
@@ -136,36 +167,43 @@ static void page_zero(struct inode *n, uint64_t from, uint64_t to)
 		memset(page + from % PG, 0, to - from);
 }
 
-/* Remove whole pages [first, last] and give their memory back. */
-static void pages_drop(struct mem *m, struct inode *n, uint64_t first, uint64_t last)
+void file_drop_pages_locked(struct fs *fs, struct inode *n, uint64_t first, uint64_t last)
 {
-	struct page_batch b = { .arena = m->arena };
+	struct page_batch b = { .arena = &fs->arena };
 
 	if (first > last)
 		return;
+	units_pages_dropping(&fs->lru, &n->units, &n->pages, first, last);
 	pagemap_remove_range(&n->pages, first, last, page_batch_release, &b);
 	page_batch_flush(&b);
 }
 
-int file_truncate_locked(struct mem *m, struct inode *n, uint64_t size)
+int file_truncate_locked(struct fs *fs, struct inode *n, uint64_t size)
 {
+	uint64_t keep = (size + PG - 1) / PG; /* pages still needed */
+
 	if (size > FILE_MAX_SIZE)
 		return -EFBIG;
 	if (size < n->size) {
-		uint64_t keep = (size + PG - 1) / PG; /* pages still needed */
-
 		if (size % PG)
 			page_zero(n, size, (size / PG + 1) * PG);
-		pages_drop(m, n, keep, PM_MAX_INDEX);
+		file_drop_pages_locked(fs, n, keep, PM_MAX_INDEX);
+		/* Cutting a tail never splits an extent: this cannot fail. */
+		extset_remove(&n->purged, size, UINT64_MAX);
 	}
+	units_truncate(&fs->lru, &n->units, keep);
 	n->size = size;
 	return 0;
 }
 
-static int file_punch_locked(struct mem *m, struct inode *n, uint64_t off, uint64_t len)
+static int file_punch_locked(struct fs *fs, struct inode *n, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len; /* exclusive */
 	uint64_t first = (off + PG - 1) / PG, last_excl = end / PG;
+	int ret = extset_remove(&n->purged, off, end);
+
+	if (ret)
+		return ret;
 
 	if (first > last_excl) {
 		/* Inside one page. */
@@ -175,11 +213,11 @@ static int file_punch_locked(struct mem *m, struct inode *n, uint64_t off, uint6
 	page_zero(n, off, first * PG);
 	page_zero(n, last_excl * PG, end);
 	if (first < last_excl)
-		pages_drop(m, n, first, last_excl - 1);
+		file_drop_pages_locked(fs, n, first, last_excl - 1);
 	return 0;
 }
 
-int file_fallocate_locked(struct mem *m, struct inode *n, int mode, uint64_t off,
+int file_fallocate_locked(struct fs *fs, struct inode *n, int mode, uint64_t off,
 			  uint64_t len)
 {
 	uint64_t first, last;
@@ -190,17 +228,17 @@ int file_fallocate_locked(struct mem *m, struct inode *n, int mode, uint64_t off
 	if (off > FILE_MAX_SIZE || len > FILE_MAX_SIZE - off)
 		return -EFBIG;
 	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
-		return file_punch_locked(m, n, off, len);
+		return file_punch_locked(fs, n, off, len);
 	if (mode != 0 && mode != FALLOC_FL_KEEP_SIZE)
 		return -EOPNOTSUPP;
 	first = off / PG;
 	last = (off + len - 1) / PG;
 	if (last > PM_MAX_INDEX)
 		return -EFBIG;
-	ret = mem_charge(m, pages_missing(n, first, last));
+	ret = mem_charge(&fs->mem, pages_missing(n, first, last));
 	if (ret < 0)
 		return ret;
-	ret = pages_fill(m, n, first, last);
+	ret = pages_fill(fs, n, first, last);
 	if (ret < 0)
 		return ret;
 	if (!(mode & FALLOC_FL_KEEP_SIZE) && off + len > n->size)

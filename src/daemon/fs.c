@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include "evict.h"
 #include "file.h"
-
-#define VOLATILE_XATTR_PREFIX "user.volatile."
+#include "vxattr.h"
 
 static void release_page(void *page, void *ctx)
 {
@@ -26,6 +26,12 @@ static void node_free(struct fs *fs, struct inode *n)
 {
 	struct page_batch b = { .arena = &fs->arena };
 
+	if (S_ISREG(n->mode)) {
+		units_clear(&fs->lru, &n->units);
+		if (n->poll_handle && fs->hooks.poll_free)
+			fs->hooks.poll_free(fs->hooks.ctx, n->poll_handle);
+		n->poll_handle = NULL;
+	}
 	inode_free(&fs->itable, n, release_page, &b);
 	page_batch_flush(&b);
 }
@@ -44,9 +50,21 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 	ret = -pthread_rwlock_init(&fs->ns_lock, NULL);
 	if (ret)
 		return ret;
-	ret = arena_init(&fs->arena);
+	fs->owner = cfg->owner;
+	fs->purged_eio = cfg->purged_eio;
+	fs->write_unmark = cfg->write_unmark;
+	ret = -pthread_mutex_init(&fs->evict_lock, NULL);
 	if (ret)
 		goto out_ns;
+	ret = -pthread_mutex_init(&fs->monitor_lock, NULL);
+	if (ret)
+		goto out_evict;
+	ret = lru_init(&fs->lru);
+	if (ret)
+		goto out_monitor;
+	ret = arena_init(&fs->arena);
+	if (ret)
+		goto out_lru;
 	ret = mem_init(&fs->mem, &fs->arena, cfg->memory_limit, cfg->memory_low);
 	if (ret)
 		goto out_arena;
@@ -71,6 +89,12 @@ out_mem:
 	mem_destroy(&fs->mem);
 out_arena:
 	arena_destroy(&fs->arena);
+out_lru:
+	lru_destroy(&fs->lru);
+out_monitor:
+	pthread_mutex_destroy(&fs->monitor_lock);
+out_evict:
+	pthread_mutex_destroy(&fs->evict_lock);
 out_ns:
 	pthread_rwlock_destroy(&fs->ns_lock);
 	return ret;
@@ -80,10 +104,17 @@ void fs_destroy(struct fs *fs)
 {
 	struct page_batch b = { .arena = &fs->arena };
 
+	evict_monitor_stop(fs);
+	for (struct inode *n = fs->itable.head.next; n != &fs->itable.head; n = n->next)
+		if (S_ISREG(n->mode) && n->poll_handle && fs->hooks.poll_free)
+			fs->hooks.poll_free(fs->hooks.ctx, n->poll_handle);
 	itable_destroy(&fs->itable, release_page, &b);
 	page_batch_flush(&b);
 	mem_destroy(&fs->mem);
 	arena_destroy(&fs->arena);
+	lru_destroy(&fs->lru);
+	pthread_mutex_destroy(&fs->monitor_lock);
+	pthread_mutex_destroy(&fs->evict_lock);
 	pthread_rwlock_destroy(&fs->ns_lock);
 }
 
@@ -208,7 +239,7 @@ int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, stru
 	if (v & FS_SET_SIZE) {
 		uint64_t old = n->size;
 
-		ret = file_truncate_locked(&fs->mem, n, sa->size);
+		ret = file_truncate_locked(fs, n, sa->size);
 		if (ret)
 			goto out_unlock;
 		if (old != sa->size)
@@ -560,20 +591,26 @@ static bool atime_due(const struct inode *n)
 
 ssize_t fs_read(struct fs *fs, struct inode *n, uint64_t off, size_t size, char *buf)
 {
-	size_t got;
+	ssize_t got;
 	bool due;
 
-	(void)fs;
 	if (!S_ISREG(n->mode))
 		return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
 	pthread_rwlock_rdlock(&n->lock);
-	got = file_read_locked(n, off, size, buf);
-	due = atime_due(n);
+	got = file_read_locked(fs, n, off, size, buf);
+	due = got >= 0 && atime_due(n);
 	pthread_rwlock_unlock(&n->lock);
 	if (due)
 		stamp(n, T_A);
-	return (ssize_t)got;
+	return got;
 }
+
+/*
+ * A write or allocation refused for space: purge volatile data and try
+ * again while purging frees something.  Only when nothing volatile is
+ * left does ENOSPC reach the caller (and enospc_total).
+ */
+#define SPACE_RETRIES 8
 
 ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size)
 {
@@ -581,11 +618,20 @@ ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, 
 
 	if (!S_ISREG(n->mode))
 		return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
-	pthread_rwlock_wrlock(&n->lock);
-	ret = file_write_locked(&fs->mem, n, off, buf, size);
-	if (ret > 0)
-		stamp_locked(n, T_M | T_C);
-	pthread_rwlock_unlock(&n->lock);
+	for (int tries = 0;; tries++) {
+		uint64_t need;
+
+		pthread_rwlock_wrlock(&n->lock);
+		ret = file_write_locked(fs, n, off, buf, size);
+		if (ret > 0)
+			stamp_locked(n, T_M | T_C);
+		need = ret == -ENOSPC ? file_pages_needed_locked(n, off, size) : 0;
+		pthread_rwlock_unlock(&n->lock);
+		if (ret != -ENOSPC || tries == SPACE_RETRIES || !evict_for_write(fs, need))
+			break;
+	}
+	if (ret == -ENOSPC)
+		atomic_fetch_add(&fs->mem.enospc_total, 1);
 	return ret;
 }
 
@@ -595,11 +641,20 @@ int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_
 
 	if (!S_ISREG(n->mode))
 		return S_ISDIR(n->mode) ? -EISDIR : -ENODEV;
-	pthread_rwlock_wrlock(&n->lock);
-	ret = file_fallocate_locked(&fs->mem, n, mode, off, len);
-	if (!ret)
-		stamp_locked(n, T_M | T_C);
-	pthread_rwlock_unlock(&n->lock);
+	for (int tries = 0;; tries++) {
+		uint64_t need;
+
+		pthread_rwlock_wrlock(&n->lock);
+		ret = file_fallocate_locked(fs, n, mode, off, len);
+		if (!ret)
+			stamp_locked(n, T_M | T_C);
+		need = ret == -ENOSPC ? file_pages_needed_locked(n, off, len) : 0;
+		pthread_rwlock_unlock(&n->lock);
+		if (ret != -ENOSPC || tries == SPACE_RETRIES || !evict_for_write(fs, need))
+			break;
+	}
+	if (ret == -ENOSPC)
+		atomic_fetch_add(&fs->mem.enospc_total, 1);
 	return ret;
 }
 
@@ -659,7 +714,9 @@ out_unlock:
 void fs_statfs(struct fs *fs, struct statvfs *sv)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit);
-	uint64_t held = arena_pages(&fs->arena) * ARENA_PAGE_SIZE;
+	/* Free: the limit minus the non-volatile data held. */
+	uint64_t held = (arena_pages(&fs->arena) - atomic_load(&fs->lru.resident)) *
+			ARENA_PAGE_SIZE;
 	uint64_t files = itable_count(&fs->itable);
 
 	memset(sv, 0, sizeof(*sv));
@@ -673,6 +730,24 @@ void fs_statfs(struct fs *fs, struct statvfs *sv)
 	sv->f_ffree = sv->f_files - files;
 	sv->f_favail = sv->f_ffree;
 	sv->f_namemax = FS_NAME_MAX;
+}
+
+bool fs_poll(struct fs *fs, struct inode *n, void *ph, void **old)
+{
+	bool purged;
+
+	(void)fs;
+	*old = NULL;
+	if (!S_ISREG(n->mode))
+		return false;
+	pthread_rwlock_wrlock(&n->lock);
+	purged = !extset_empty(&n->purged);
+	if (ph) {
+		*old = n->poll_handle;
+		n->poll_handle = ph;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return purged;
 }
 
 /* Namespaces stored, as tmpfs: user.*, trusted.*, security.*. */
@@ -702,20 +777,15 @@ static void xattr_ns_update_locked(struct inode *n)
 	atomic_store_explicit(&n->xattr_ns, ns, memory_order_release);
 }
 
-static bool is_reserved(const char *name)
-{
-	return strncmp(name, VOLATILE_XATTR_PREFIX, sizeof(VOLATILE_XATTR_PREFIX) - 1) == 0;
-}
-
 int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
-		size_t size, int flags)
+		size_t size, int flags, const struct fs_cred *cred)
 {
 	int ret;
 
+	if (vxattr_is_ours(name))
+		return vxattr_set(fs, n, name, value, size, cred->uid);
 	if (!xattr_ns_of(name))
 		return -EOPNOTSUPP;
-	if (is_reserved(name))
-		return -EINVAL;
 	ret = mem_charge_check(&fs->mem, 0);
 	if (ret)
 		return ret;
@@ -735,7 +805,8 @@ long fs_getxattr(struct fs *fs, struct inode *n, const char *name, void *buf, si
 	long ret;
 	unsigned ns = xattr_ns_of(name);
 
-	(void)fs;
+	if (vxattr_is_ours(name))
+		return vxattr_get(fs, n, name, buf, size);
 	if (!ns)
 		return -EOPNOTSUPP;
 	/* The kernel asks for security.capability before every write: a
@@ -773,11 +844,10 @@ int fs_removexattr(struct fs *fs, struct inode *n, const char *name)
 {
 	int ret;
 
-	(void)fs;
+	if (vxattr_is_ours(name))
+		return vxattr_remove(fs, n, name);
 	if (!xattr_ns_of(name))
 		return -EOPNOTSUPP;
-	if (is_reserved(name))
-		return -ENODATA;
 	pthread_rwlock_wrlock(&n->lock);
 	ret = xattr_remove(&n->xattrs, name);
 	if (!ret) {

@@ -24,6 +24,7 @@
 #include "arena.h"
 #include "inode.h"
 #include "mem.h"
+#include "units.h"
 
 #define FS_NAME_MAX 255
 /* tmpfs's directory size: 20 bytes per entry, "." and ".." included. */
@@ -35,6 +36,29 @@ struct fs_config {
 	mode_t root_mode;      /* permission bits of the root */
 	uid_t root_uid;
 	gid_t root_gid;
+	uid_t owner;           /* the mounting user (root-only xattrs) */
+	bool purged_eio;       /* purged_read=eio */
+	bool write_unmark;     /* write_policy=unmark */
+};
+
+/*
+ * What the filesystem asks of its host (the FUSE glue) when it changes
+ * something on its own.  NULL members are skipped (unit tests).
+ */
+struct fs_hooks {
+	void *ctx;
+	/*
+	 * A purge discarded bytes [off, off + len) of n: have the kernel
+	 * drop its cached pages there, and wake poll_handle (may be NULL;
+	 * the hook owns it now).  Called with n's lock held, so it may only
+	 * queue the work.  Returns a sequence number for wait().
+	 */
+	uint64_t (*purged)(void *ctx, struct inode *n, uint64_t off, uint64_t len,
+			   void *poll_handle);
+	/* Return once every notification up to seq was delivered.  No lock held. */
+	void (*wait)(void *ctx, uint64_t seq);
+	/* Free a poll handle that will never be woken. */
+	void (*poll_free)(void *ctx, void *poll_handle);
 };
 
 struct fs {
@@ -42,7 +66,21 @@ struct fs {
 	struct itable itable;
 	struct arena arena;
 	struct mem mem;
+	struct lru lru;
 	struct inode *root;
+	struct fs_hooks hooks;
+	uid_t owner;              /* the user who mounted; immutable */
+	bool purged_eio;          /* purged_read=eio; immutable */
+	bool write_unmark;        /* write_policy=unmark; immutable */
+	pthread_mutex_t evict_lock; /* one evictor at a time; taken before ns_lock */
+	_Atomic uint64_t purges_total;
+	_Atomic uint64_t purged_bytes_total;
+	/* The monitor thread (evict.c). */
+	pthread_t monitor;
+	bool monitor_running;
+	pthread_mutex_t monitor_lock;
+	pthread_cond_t monitor_cond;
+	bool monitor_stop;        /* under monitor_lock */
 };
 
 /* The caller of a request. */
@@ -118,8 +156,16 @@ int fs_readdir(struct fs *fs, struct inode *dir, uint64_t off, bool plus, fs_fil
 
 void fs_statfs(struct fs *fs, struct statvfs *sv);
 
+/*
+ * poll: keep ph (when not NULL) as n's waiter, returning the one it
+ * replaces in *old for the caller to free.  True while n's purged set
+ * is not empty.
+ */
+bool fs_poll(struct fs *fs, struct inode *n, void *ph, void **old);
+
+/* cred: the caller, for the root-only user.volatile.* names. */
 int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
-		size_t size, int flags);
+		size_t size, int flags, const struct fs_cred *cred);
 /* The value's length (copied when size > 0), or -errno (-ERANGE when it does not fit). */
 long fs_getxattr(struct fs *fs, struct inode *n, const char *name, void *buf, size_t size);
 long fs_listxattr(struct fs *fs, struct inode *n, char *buf, size_t size);

@@ -33,8 +33,11 @@ struct inode *inode_new(struct itable *t, mode_t mode, uid_t uid, gid_t gid, dev
 	n->atime = n->mtime = n->ctime;
 	atomic_init(&n->nlookup, 0);
 	atomic_init(&n->xattr_ns, 0);
-	if (S_ISREG(mode))
+	if (S_ISREG(mode)) {
 		pagemap_init(&n->pages);
+		units_init(&n->units);
+		extset_init(&n->purged);
+	}
 	else if (S_ISDIR(mode))
 		dir_init(&n->dir.entries);
 
@@ -52,8 +55,11 @@ struct inode *inode_new(struct itable *t, mode_t mode, uid_t uid, gid_t gid, dev
 static void inode_release_contents(struct inode *n, void (*release)(void *page, void *ctx),
 				   void *ctx)
 {
-	if (S_ISREG(n->mode))
+	if (S_ISREG(n->mode)) {
 		pagemap_destroy(&n->pages, release, ctx);
+		units_free_all(&n->units);
+		extset_clear(&n->purged);
+	}
 	else if (S_ISDIR(n->mode))
 		dir_clear(&n->dir.entries);
 	else if (S_ISLNK(n->mode))

@@ -36,7 +36,9 @@
 #include <time.h>
 
 #include "dir.h"
+#include "extset.h"
 #include "pagemap.h"
+#include "units.h"
 #include "xattr.h"
 
 struct inode {
@@ -57,7 +59,13 @@ struct inode {
 	struct xattr *xattrs;         /* under lock */
 	struct inode *prev, *next;    /* in the table; under itable->lock */
 	union {
-		struct pagemap pages;     /* regular file; under lock */
+		struct {                  /* regular file; all under lock */
+			struct pagemap pages;
+			struct units units;   /* volatile units (units.h) */
+			struct extset purged; /* the purged set, in bytes */
+			void *poll_handle;    /* a poll waiter to wake on purge */
+			uint64_t inval_seq;   /* the notifier's sequence of the last purge */
+		};
 		struct {
 			struct dir entries;   /* under fs->ns_lock */
 			struct inode *parent; /* under fs->ns_lock */

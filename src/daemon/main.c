@@ -18,7 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "evict.h"
 #include "fs.h"
+#include "notify.h"
 #include "opts.h"
 #include "ops.h"
 
@@ -29,6 +31,9 @@ static void usage(const char *prog)
 	       "volatilefs options:\n"
 	       "    -o memory_limit=SIZE   RSS limit of the daemon (default: half of RAM)\n"
 	       "    -o memory_low=SIZE     purging stops at or under this (default: 90%% of limit)\n"
+	       "    -o purged_read=zero|eio  reading purged bytes gives zeros or EIO (default zero)\n"
+	       "    -o write_policy=keep|unmark  a write into a volatile page keeps it volatile\n"
+	       "                           or makes it non-volatile (default keep)\n"
 	       "    -o mode=OCTAL          permissions of the root (default 1777 as root, else 0755)\n"
 	       "    -o uid=N,gid=N         owner of the root (default: the mounting user)\n"
 	       "SIZE: bytes, decimal or 0x hex, with an optional K, M, G or T suffix (binary).\n\n",
@@ -64,6 +69,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts copts = { 0 };
 	struct fuse_loop_config *lcfg = NULL;
 	struct fuse_session *se;
+	struct notifier nt;
 	struct fs_config cfg;
 	struct opts o;
 	struct fs fs;
@@ -105,6 +111,9 @@ int main(int argc, char *argv[])
 	cfg.root_uid = o.uid_set ? o.uid : getuid();
 	cfg.root_gid = o.gid_set ? o.gid : getgid();
 	cfg.root_mode = o.mode_set ? o.mode : (getuid() == 0 ? 01777 : 0755);
+	cfg.owner = getuid();
+	cfg.purged_eio = o.purged_eio;
+	cfg.write_unmark = o.write_unmark;
 	ret = fs_init(&fs, &cfg);
 	if (ret) {
 		fprintf(stderr, "volatilefs: cannot set up the filesystem: %s\n", strerror(-ret));
@@ -122,6 +131,27 @@ int main(int argc, char *argv[])
 		goto out_signals;
 	if (fuse_daemonize(copts.foreground) != 0)
 		goto out_unmount;
+	/* Threads start after fuse_daemonize(), which forks; and our RSS is
+	 * the child's now. */
+	ret = mem_reopen(&fs.mem);
+	if (ret) {
+		fprintf(stderr, "volatilefs: cannot read /proc/self/statm: %s\n", strerror(-ret));
+		ret = 1;
+		goto out_unmount;
+	}
+	ret = notifier_start(&nt, se, &fs.hooks);
+	if (ret) {
+		fprintf(stderr, "volatilefs: cannot start the notifier: %s\n", strerror(-ret));
+		ret = 1;
+		goto out_unmount;
+	}
+	ret = evict_monitor_start(&fs);
+	if (ret) {
+		fprintf(stderr, "volatilefs: cannot start the monitor: %s\n", strerror(-ret));
+		ret = 1;
+		goto out_notifier;
+	}
+	ret = 1;
 
 	if (copts.singlethread) {
 		ret = fuse_session_loop(se);
@@ -138,6 +168,11 @@ int main(int argc, char *argv[])
 	 * result; SIGTERM, SIGINT and SIGHUP are the clean ways to stop us. */
 	ret = (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
 
+	evict_monitor_stop(&fs);
+out_notifier:
+	notifier_stop(&nt);
+	fs.hooks.purged = NULL;
+	fs.hooks.wait = NULL;
 out_unmount:
 	ops_thread_cleanup();
 	fuse_session_unmount(se);

@@ -42,6 +42,19 @@ int mem_init(struct mem *m, struct arena *a, uint64_t limit, uint64_t low)
 	return 0;
 }
 
+int mem_reopen(struct mem *m)
+{
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (m->statm_fd >= 0)
+		close(m->statm_fd);
+	m->statm_fd = fd;
+	mem_reconcile(m);
+	return 0;
+}
+
 void mem_destroy(struct mem *m)
 {
 	if (m->statm_fd >= 0)
@@ -115,9 +128,7 @@ int mem_charge_check(struct mem *m, uint64_t npages)
 		mem_reconcile(m);
 		rss = mem_rss(m);
 	}
-	if (rss + need > limit) {
-		atomic_fetch_add(&m->enospc_total, 1);
+	if (rss + need > limit)
 		return -ENOSPC;
-	}
 	return 0;
 }

@@ -49,6 +49,11 @@ uint64_t mem_default_limit(void);
  */
 int mem_init(struct mem *m, struct arena *a, uint64_t limit, uint64_t low);
 void mem_destroy(struct mem *m);
+/*
+ * Reopen /proc/self/statm: "self" is resolved at open, so a daemon that
+ * forked into the background must call this.  Zero or -errno.
+ */
+int mem_reopen(struct mem *m);
 
 /* Change the limit; a default memory_low follows at 90%, an explicit one is capped. */
 void mem_set_limit(struct mem *m, uint64_t limit);
@@ -62,7 +67,7 @@ uint64_t mem_rss(struct mem *m);
 
 /*
  * May npages new pages be allocated without going over the limit?
- * Zero, or -ENOSPC (counted in enospc_total).  Asking for no page always
+ * Zero, or -ENOSPC (the caller counts enospc_total when it gives up).  Asking for no page always
  * succeeds: a write into memory already held never fails for space.
  */
 int mem_charge(struct mem *m, uint64_t npages);

@@ -24,8 +24,13 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include <poll.h>
+
+#include "evict.h"
 #include "fs.h"
 #include "ops.h"
+#include "vol.h"
+#include "volatilefs.h"
 
 #define CACHE_TIMEOUT 86400.0
 
@@ -308,6 +313,7 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 	}
 	fi->keep_cache = 1;
+	fi->fh = (uint64_t)(unsigned)fi->flags; /* the ioctls check the access mode */
 	fuse_reply_open(req, fi);
 }
 
@@ -328,6 +334,7 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	}
 	fill_entry(fs_of(req), &e, n, &st);
 	fi->keep_cache = 1;
+	fi->fh = (uint64_t)(unsigned)fi->flags;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT)
 		fs_forget(fs_of(req), n, 1); /* the open was interrupted */
 }
@@ -480,7 +487,11 @@ static void vfs_statfs(fuse_req_t req, fuse_ino_t ino)
 static void vfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			 size_t size, int flags)
 {
-	fuse_reply_err(req, -fs_setxattr(fs_of(req), node_of(req, ino), name, value, size, flags));
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fs_cred cred = { .uid = ctx->uid, .gid = ctx->gid };
+
+	fuse_reply_err(req, -fs_setxattr(fs_of(req), node_of(req, ino), name, value, size, flags,
+					 &cred));
 }
 
 /* Reply to a getxattr/listxattr size probe or fill, given a filled buffer of len bytes. */
@@ -554,6 +565,127 @@ static void vfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, (off_t)ret);
 }
 
+/* The mark flags a client may pass (volatilefs.h). */
+#define MARK_FLAGS_KNOWN (VOLATILEFS_AGE | VOLATILEFS_PRIORITY(15))
+
+static int ioctl_mark(struct fs *fs, struct inode *n, const struct volatilefs_mark_arg *a)
+{
+	unsigned prio = VOLATILEFS_PRIORITY_DEFAULT;
+	struct vrange r;
+	int ret;
+
+	if (a->reserved || (a->flags & ~MARK_FLAGS_KNOWN))
+		return -EINVAL;
+	if (a->flags & VOLATILEFS_PRIORITY(0))
+		prio = (a->flags >> 4) & 0xfu;
+	if (prio > VGRAMMAR_PRIORITY_MAX)
+		return -EINVAL;
+	ret = vol_check_range(a->offset, a->length, &r);
+	if (ret)
+		return ret;
+	return vol_mark(fs, n, &r, 1, prio, a->flags & VOLATILEFS_AGE);
+}
+
+static int ioctl_unmark(struct fs *fs, struct inode *n, struct volatilefs_unmark_arg *a)
+{
+	struct vrange r;
+	int purged = 0, ret;
+
+	if (a->reserved)
+		return -EINVAL;
+	ret = vol_check_range(a->offset, a->length, &r);
+	if (ret)
+		return ret;
+	ret = vol_unmark(fs, n, &r, 1, &a->bytes, &purged);
+	a->purged = (uint32_t)purged;
+	return ret;
+}
+
+static int ioctl_purged(struct fs *fs, struct inode *n, struct volatilefs_purged_arg *a)
+{
+	int ret;
+
+	if (a->reserved)
+		return -EINVAL;
+	ret = vol_purged(fs, n, a->offset, a->length, a->extents, VOLATILEFS_PURGED_BATCH,
+			 &a->count);
+	a->filled = (uint32_t)(a->count < VOLATILEFS_PURGED_BATCH ? a->count :
+			       VOLATILEFS_PURGED_BATCH);
+	return ret;
+}
+
+/*
+ * Restricted ioctls only (FUSE-NOTES.md): the kernel copies in and out
+ * _IOC_SIZE(cmd) bytes, so each command's struct arrives whole in in_buf
+ * and `arg` is never dereferenced.
+ */
+static void vfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		      struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		      size_t in_bufsz, size_t out_bufsz)
+{
+	struct fs *fs = fs_of(req);
+	struct inode *n = node_of(req, ino);
+	union {
+		struct volatilefs_mark_arg mark;
+		struct volatilefs_unmark_arg unmark;
+		struct volatilefs_purged_arg purged;
+	} a;
+	size_t size = _IOC_SIZE(cmd);
+	bool writable = (fi->fh & O_ACCMODE) != O_RDONLY;
+	int ret;
+
+	(void)arg;
+	if (cmd != VOLATILEFS_IOC_MARK && cmd != VOLATILEFS_IOC_UNMARK &&
+	    cmd != VOLATILEFS_IOC_PURGED) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (in_bufsz != size || out_bufsz != size || size > sizeof(a)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((flags & FUSE_IOCTL_DIR) || S_ISDIR(n->mode)) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	memcpy(&a, in_buf, size);
+	switch (cmd) {
+	case VOLATILEFS_IOC_MARK:
+		ret = writable ? ioctl_mark(fs, n, &a.mark) : -EBADF;
+		break;
+	case VOLATILEFS_IOC_UNMARK:
+		ret = writable ? ioctl_unmark(fs, n, &a.unmark) : -EBADF;
+		break;
+	default:
+		ret = ioctl_purged(fs, n, &a.purged);
+		break;
+	}
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_ioctl(req, 0, &a, size);
+}
+
+/*
+ * A regular file is always readable and writable; POLLPRI is up while
+ * its purged set is not empty.  The newest poll handle is kept and a
+ * purge wakes it (through the notifier).
+ */
+static void vfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct fuse_pollhandle *ph)
+{
+	struct inode *n = node_of(req, ino);
+	unsigned revents = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
+	void *old = NULL;
+
+	(void)fi;
+	if (fs_poll(fs_of(req), n, ph, &old))
+		revents |= POLLPRI;
+	if (old)
+		fuse_pollhandle_destroy(old);
+	fuse_reply_poll(req, revents);
+}
+
 const struct fuse_lowlevel_ops volatilefs_ops = {
 	.init = vfs_init,
 	.lookup = vfs_lookup,
@@ -588,4 +720,6 @@ const struct fuse_lowlevel_ops volatilefs_ops = {
 	.removexattr = vfs_removexattr,
 	.fallocate = vfs_fallocate,
 	.lseek = vfs_lseek,
+	.ioctl = vfs_ioctl,
+	.poll = vfs_poll,
 };

@@ -89,7 +89,7 @@ int opts_parse_id(const char *s, uint32_t *out)
 }
 
 struct raw_opts {
-	char *memory_limit, *memory_low, *mode, *uid, *gid;
+	char *memory_limit, *memory_low, *mode, *uid, *gid, *purged_read, *write_policy;
 };
 
 #define RAW(t, f) { t, offsetof(struct raw_opts, f), 0 }
@@ -99,6 +99,8 @@ static const struct fuse_opt opt_table[] = {
 	RAW("mode=%s", mode),
 	RAW("uid=%s", uid),
 	RAW("gid=%s", gid),
+	RAW("purged_read=%s", purged_read),
+	RAW("write_policy=%s", write_policy),
 	FUSE_OPT_END
 };
 
@@ -175,6 +177,25 @@ int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
 			goto out;
 		o->gid_set = true;
 	}
+	if (raw.purged_read) {
+		if (strcmp(raw.purged_read, "eio") == 0) {
+			o->purged_eio = true;
+		} else if (strcmp(raw.purged_read, "zero") != 0) {
+			snprintf(err, errlen, "purged_read=%s: must be zero or eio", raw.purged_read);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	if (raw.write_policy) {
+		if (strcmp(raw.write_policy, "unmark") == 0) {
+			o->write_unmark = true;
+		} else if (strcmp(raw.write_policy, "keep") != 0) {
+			snprintf(err, errlen, "write_policy=%s: must be keep or unmark",
+				 raw.write_policy);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
 	if (o->memory_low && o->memory_limit && o->memory_low > o->memory_limit) {
 		snprintf(err, errlen, "memory_low=%s is above memory_limit=%s", raw.memory_low,
 			 raw.memory_limit);
@@ -186,5 +207,7 @@ out:
 	free(raw.mode);
 	free(raw.uid);
 	free(raw.gid);
+	free(raw.purged_read);
+	free(raw.write_policy);
 	return ret;
 }

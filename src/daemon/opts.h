@@ -1,7 +1,8 @@
 /*
  * opts.h - the daemon's own mount options (SPEC section 2).
  *
- * opts_parse() takes memory_limit=, memory_low=, mode=, uid=, gid= out
+ * opts_parse() takes memory_limit=, memory_low=, purged_read=,
+ * write_policy=, mode=, uid=, gid= out
  * of the argument list with fuse_opt and validates them; everything else
  * stays for libfuse (standard FUSE options, -f/-d/-s, the mountpoint),
  * which refuses what it does not know.  The value parsers are pure
@@ -24,6 +25,8 @@ struct opts {
 	mode_t mode;
 	uid_t uid;
 	gid_t gid;
+	bool purged_eio;       /* purged_read=eio (default zero) */
+	bool write_unmark;     /* write_policy=unmark (default keep) */
 };
 
 /*

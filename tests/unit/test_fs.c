@@ -317,13 +317,13 @@ START_TEST(xattrs_store_namespaces_like_tmpfs)
 	char buf[64];
 
 	ck_assert_int_eq(fs_getxattr(&fs, f, "security.capability", buf, 0), -ENODATA);
-	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "v1", 2, 0), 0);
-	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "v2", 2, XATTR_CREATE), -EEXIST);
-	ck_assert_int_eq(fs_setxattr(&fs, f, "user.b", "v2", 2, XATTR_REPLACE), -ENODATA);
-	ck_assert_int_eq(fs_setxattr(&fs, f, "trusted.t", "", 0, 0), 0);
-	ck_assert_int_eq(fs_setxattr(&fs, f, "security.s", "x", 1, 0), 0);
-	ck_assert_int_eq(fs_setxattr(&fs, f, "system.posix_acl_access", "x", 1, 0), -EOPNOTSUPP);
-	ck_assert_int_eq(fs_setxattr(&fs, f, "user.volatile.nope", "x", 1, 0), -EINVAL);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "v1", 2, 0, &cred), 0);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "v2", 2, XATTR_CREATE, &cred), -EEXIST);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.b", "v2", 2, XATTR_REPLACE, &cred), -ENODATA);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "trusted.t", "", 0, 0, &cred), 0);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "security.s", "x", 1, 0, &cred), 0);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "system.posix_acl_access", "x", 1, 0, &cred), -EOPNOTSUPP);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.volatile.nope", "x", 1, 0, &cred), -EINVAL);
 	ck_assert_int_eq(fs_getxattr(&fs, f, "user.volatile.nope", buf, sizeof(buf)), -ENODATA);
 	ck_assert_int_eq(fs_getxattr(&fs, f, "user.a", buf, 0), 2);
 	ck_assert_int_eq(fs_getxattr(&fs, f, "user.a", buf, 1), -ERANGE);
@@ -355,7 +355,7 @@ START_TEST(security_lookup_answers_without_the_node_lock)
 	pthread_t t;
 	char buf[8];
 
-	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "1", 1, 0), 0);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "1", 1, 0, &cred), 0);
 	pthread_create(&t, NULL, hold_write_lock, f);
 	while (pthread_rwlock_tryrdlock(&f->lock) == 0)
 		pthread_rwlock_unlock(&f->lock);

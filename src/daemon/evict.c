@@ -1,0 +1,205 @@
+/*
+ * evict.c - purging volatile units; see evict.h.
+ */
+#include "evict.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "file.h"
+#include "fs.h"
+
+#define PG ARENA_PAGE_SIZE
+
+int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
+{
+	bool unbounded = u->end == UNIT_UNBOUNDED;
+	uint64_t start = u->start * PG;
+	uint64_t end = unbounded || u->end > n->size / PG ? n->size : u->end * PG;
+	uint64_t before = n->purged.bytes, freed = u->resident;
+	struct page_batch b = { .arena = &fs->arena };
+	void *ph;
+
+	if (start < end && extset_add(&n->purged, start, end) < 0)
+		return -ENOMEM;
+	units_purged(&fs->lru, u);
+	/* Free exactly the unit's pages; no other unit overlaps them. */
+	pagemap_remove_range(&n->pages, u->start, unbounded ? PM_MAX_INDEX : u->end - 1,
+			     page_batch_release, &b);
+	page_batch_flush(&b);
+	atomic_fetch_add(&fs->purges_total, 1);
+	atomic_fetch_add(&fs->purged_bytes_total, n->purged.bytes - before);
+	ph = n->poll_handle;
+	n->poll_handle = NULL;
+	if (fs->hooks.purged)
+		/* length 0: to the end of the file */
+		n->inval_seq = fs->hooks.purged(fs->hooks.ctx, n, start,
+						unbounded ? 0 : (u->end - u->start) * PG, ph);
+	else if (ph && fs->hooks.poll_free)
+		fs->hooks.poll_free(fs->hooks.ctx, ph);
+	return (int64_t)freed;
+}
+
+/*
+ * Purge in order while more() says so.  Returns pages freed; stops when
+ * no unit holds memory or a purge fails.
+ */
+static uint64_t evict_loop(struct fs *fs, bool (*more)(struct fs *, uint64_t, uint64_t),
+			   uint64_t arg)
+{
+	uint64_t freed = 0;
+
+	pthread_mutex_lock(&fs->evict_lock);
+	pthread_rwlock_rdlock(&fs->ns_lock);
+	while (more(fs, freed, arg)) {
+		struct unit *u = lru_pick(&fs->lru);
+		struct inode *n;
+		int64_t got = 0;
+
+		if (!u)
+			break;
+		n = u->inode; /* immutable, and alive: we hold ns_lock */
+		pthread_rwlock_wrlock(&n->lock);
+		/* Released meanwhile, or emptied by another purge: skip it. */
+		if (lru_unpin(&fs->lru, u) && u->resident)
+			got = evict_unit_locked(fs, n, u);
+		pthread_rwlock_unlock(&n->lock);
+		if (got < 0)
+			break;
+		freed += (uint64_t)got;
+	}
+	pthread_rwlock_unlock(&fs->ns_lock);
+	pthread_mutex_unlock(&fs->evict_lock);
+	return freed;
+}
+
+static bool over_target(struct fs *fs, uint64_t freed, uint64_t target)
+{
+	(void)freed;
+	return mem_rss(&fs->mem) > target;
+}
+
+static bool under_bytes(struct fs *fs, uint64_t freed, uint64_t bytes)
+{
+	(void)fs;
+	return freed * PG < bytes;
+}
+
+static bool always(struct fs *fs, uint64_t freed, uint64_t arg)
+{
+	(void)fs; (void)freed; (void)arg;
+	return true;
+}
+
+uint64_t evict_to(struct fs *fs, uint64_t target)
+{
+	return evict_loop(fs, over_target, target);
+}
+
+uint64_t evict_bytes(struct fs *fs, uint64_t bytes)
+{
+	return evict_loop(fs, under_bytes, bytes) * PG;
+}
+
+uint64_t evict_all(struct fs *fs)
+{
+	return evict_loop(fs, always, 0) * PG;
+}
+
+int64_t evict_file(struct fs *fs, struct inode *n)
+{
+	uint64_t freed = 0;
+	struct unit *u;
+
+	if (!S_ISREG(n->mode))
+		return -EISDIR;
+	pthread_rwlock_wrlock(&n->lock);
+	for (u = units_first_from(&n->units, 0); u; u = units_next(&n->units, u)) {
+		int64_t got;
+
+		if (!u->resident && u->start * PG >= n->size)
+			continue;
+		got = evict_unit_locked(fs, n, u);
+		if (got < 0) {
+			pthread_rwlock_unlock(&n->lock);
+			return got;
+		}
+		freed += (uint64_t)got;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return (int64_t)(freed * PG);
+}
+
+bool evict_for_write(struct fs *fs, uint64_t pages)
+{
+	uint64_t low = atomic_load(&fs->mem.low), need = pages * PG;
+
+	mem_reconcile(&fs->mem);
+	return evict_to(fs, low > need ? low - need : 0) > 0;
+}
+
+void evict_check(struct fs *fs)
+{
+	if (mem_rss(&fs->mem) > atomic_load(&fs->mem.limit))
+		evict_to(fs, atomic_load(&fs->mem.low));
+}
+
+static void *monitor_main(void *arg)
+{
+	struct fs *fs = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&fs->monitor_lock);
+	while (!fs->monitor_stop) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += EVICT_MONITOR_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&fs->monitor_cond, &fs->monitor_lock, &ts);
+		if (fs->monitor_stop)
+			break;
+		pthread_mutex_unlock(&fs->monitor_lock);
+		mem_reconcile(&fs->mem);
+		evict_check(fs);
+		pthread_mutex_lock(&fs->monitor_lock);
+	}
+	pthread_mutex_unlock(&fs->monitor_lock);
+	return NULL;
+}
+
+int evict_monitor_start(struct fs *fs)
+{
+	pthread_condattr_t ca;
+	int ret;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	ret = pthread_cond_init(&fs->monitor_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (ret)
+		return -ret;
+	fs->monitor_stop = false;
+	ret = pthread_create(&fs->monitor, NULL, monitor_main, fs);
+	if (ret) {
+		pthread_cond_destroy(&fs->monitor_cond);
+		return -ret;
+	}
+	fs->monitor_running = true;
+	return 0;
+}
+
+void evict_monitor_stop(struct fs *fs)
+{
+	if (!fs->monitor_running)
+		return;
+	pthread_mutex_lock(&fs->monitor_lock);
+	fs->monitor_stop = true;
+	pthread_cond_signal(&fs->monitor_cond);
+	pthread_mutex_unlock(&fs->monitor_lock);
+	pthread_join(fs->monitor, NULL);
+	pthread_cond_destroy(&fs->monitor_cond);
+	fs->monitor_running = false;
+}

@@ -1,0 +1,69 @@
+/*
+ * evict.h - purging: discarding volatile units to bring the daemon's RSS
+ * back under its limit, and on request.
+ *
+ * Purging a unit (SPEC section 4) frees every page it holds at once (the
+ * arena gives them back to the kernel, so RSS falls), adds the unit's
+ * bytes within the file's size to the file's purged set, leaves the
+ * unit volatile, and hands the host (the FUSE glue) the byte range so
+ * the kernel drops its cached pages there, and the file's poll waiter
+ * so it wakes.
+ *
+ * Who purges:
+ *   - the write path, when a write needs memory the limit does not allow
+ *     (evict_for_write): down to memory_low minus what the write needs;
+ *   - the monitor thread, every EVICT_MONITOR_MS, for growth that does not
+ *     come through writes (metadata, libfuse buffers): reconciles the RSS
+ *     estimate with the kernel and purges down to memory_low when over;
+ *   - user.volatile.purge and user.volatile.memory_limit (vxattr.c).
+ *
+ * Order: lru_pick() (units.h): priority, then aged, then least recently
+ * used.  One evictor runs at a time (fs->evict_lock).  It holds
+ * fs->ns_lock for reading while it works, so the inode of a unit it
+ * picked cannot be freed, and takes each victim's inode lock for writing
+ * while it purges that unit.  Lock order: evict_lock, ns_lock, inode
+ * lock, lru->lock.  Callers hold none of these.
+ */
+#ifndef VOLATILEFS_EVICT_H
+#define VOLATILEFS_EVICT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct fs;
+struct inode;
+struct unit;
+
+#define EVICT_MONITOR_MS 100
+
+/*
+ * Purge unit u of n; caller holds n's lock for writing.  Returns the
+ * pages freed, or -ENOMEM when the purged set could not grow (nothing
+ * changed then).
+ */
+int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u);
+
+/* Purge in order until the RSS estimate is at or under target.  Pages freed. */
+uint64_t evict_to(struct fs *fs, uint64_t target);
+/* Purge whole units in order until at least bytes were freed.  Bytes freed. */
+uint64_t evict_bytes(struct fs *fs, uint64_t bytes);
+/* Purge every unit.  Bytes freed. */
+uint64_t evict_all(struct fs *fs);
+/* Purge every unit of one file (its lock not held).  Bytes freed, or -errno. */
+int64_t evict_file(struct fs *fs, struct inode *n);
+
+/*
+ * A write needs `pages` new pages and the limit refuses them: purge down
+ * to memory_low minus what it needs.  True when something was freed (the
+ * write should try again).
+ */
+bool evict_for_write(struct fs *fs, uint64_t pages);
+
+/* If RSS is over the limit, purge down to memory_low. */
+void evict_check(struct fs *fs);
+
+/* Start and stop the monitor thread.  Zero or -errno. */
+int evict_monitor_start(struct fs *fs);
+void evict_monitor_stop(struct fs *fs);
+
+#endif

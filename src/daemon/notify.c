@@ -1,0 +1,160 @@
+/*
+ * notify.c - the notifier thread; see notify.h.
+ */
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include "notify.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+struct nevent {
+	struct nevent *next;
+	uint64_t seq;
+	fuse_ino_t ino;
+	off_t off, len;              /* len 0: to the end */
+	struct fuse_pollhandle *ph;  /* may be NULL */
+};
+
+static void deliver(struct notifier *nt, struct nevent *ev)
+{
+	int ret = fuse_lowlevel_notify_inval_inode(nt->se, ev->ino, ev->off, ev->len);
+
+	/* ENOENT: the kernel has no inode (nothing cached); ENODEV, EBADF:
+	 * unmounting.  Neither leaves stale data to worry about. */
+	if (ret < 0 && ret != -ENOENT && ret != -ENODEV && ret != -EBADF)
+		fprintf(stderr, "volatilefs: cache invalidation after a purge failed: %s\n",
+			strerror(-ret));
+	if (ev->ph) {
+		fuse_lowlevel_notify_poll(ev->ph);
+		fuse_pollhandle_destroy(ev->ph);
+	}
+}
+
+static void *notifier_main(void *arg)
+{
+	struct notifier *nt = arg;
+
+	pthread_mutex_lock(&nt->lock);
+	for (;;) {
+		struct nevent *ev = nt->head;
+
+		if (!ev) {
+			if (nt->stop)
+				break;
+			pthread_cond_wait(&nt->work, &nt->lock);
+			continue;
+		}
+		nt->head = ev->next;
+		if (!nt->head)
+			nt->tail = NULL;
+		pthread_mutex_unlock(&nt->lock);
+		deliver(nt, ev);
+		pthread_mutex_lock(&nt->lock);
+		nt->done_seq = ev->seq;
+		pthread_cond_broadcast(&nt->done);
+		free(ev);
+	}
+	pthread_mutex_unlock(&nt->lock);
+	return NULL;
+}
+
+static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t len, void *ph)
+{
+	struct notifier *nt = ctx;
+	struct nevent *ev = calloc(1, sizeof(*ev));
+	uint64_t seq;
+
+	pthread_mutex_lock(&nt->lock);
+	if (!ev || nt->stop) {
+		/* Out of memory: the kernel's copy is dropped at the next
+		 * open's attribute check at worst; say so, never crash. */
+		pthread_mutex_unlock(&nt->lock);
+		if (!ev)
+			fprintf(stderr, "volatilefs: out of memory queueing a purge notification\n");
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		free(ev);
+		return 0;
+	}
+	ev->seq = seq = ++nt->next_seq;
+	ev->ino = (fuse_ino_t)(uintptr_t)n;
+	ev->off = (off_t)off;
+	ev->len = (off_t)len;
+	ev->ph = ph;
+	if (nt->tail)
+		nt->tail->next = ev;
+	else
+		nt->head = ev;
+	nt->tail = ev;
+	pthread_cond_signal(&nt->work);
+	pthread_mutex_unlock(&nt->lock);
+	return seq;
+}
+
+static void hook_wait(void *ctx, uint64_t seq)
+{
+	struct notifier *nt = ctx;
+
+	pthread_mutex_lock(&nt->lock);
+	while (nt->done_seq < seq && !nt->stop)
+		pthread_cond_wait(&nt->done, &nt->lock);
+	pthread_mutex_unlock(&nt->lock);
+}
+
+static void hook_poll_free(void *ctx, void *ph)
+{
+	(void)ctx;
+	fuse_pollhandle_destroy(ph);
+}
+
+int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs_hooks *hooks)
+{
+	int ret;
+
+	memset(nt, 0, sizeof(*nt));
+	nt->se = se;
+	if ((ret = pthread_mutex_init(&nt->lock, NULL)) != 0)
+		return -ret;
+	if ((ret = pthread_cond_init(&nt->work, NULL)) != 0)
+		goto out_lock;
+	if ((ret = pthread_cond_init(&nt->done, NULL)) != 0)
+		goto out_work;
+	if ((ret = pthread_create(&nt->thread, NULL, notifier_main, nt)) != 0)
+		goto out_done;
+	nt->running = true;
+	hooks->ctx = nt;
+	hooks->purged = hook_purged;
+	hooks->wait = hook_wait;
+	hooks->poll_free = hook_poll_free;
+	return 0;
+
+out_done:
+	pthread_cond_destroy(&nt->done);
+out_work:
+	pthread_cond_destroy(&nt->work);
+out_lock:
+	pthread_mutex_destroy(&nt->lock);
+	return -ret;
+}
+
+void notifier_stop(struct notifier *nt)
+{
+	if (!nt->running)
+		return;
+	pthread_mutex_lock(&nt->lock);
+	nt->stop = true;
+	pthread_cond_broadcast(&nt->work);
+	pthread_cond_broadcast(&nt->done);
+	pthread_mutex_unlock(&nt->lock);
+	pthread_join(nt->thread, NULL);
+	pthread_cond_destroy(&nt->done);
+	pthread_cond_destroy(&nt->work);
+	pthread_mutex_destroy(&nt->lock);
+	nt->running = false;
+}

@@ -1,0 +1,250 @@
+/*
+ * vol.c - a file's volatile-range operations; see vol.h.
+ */
+#include "vol.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "fs.h"
+#include "volatilefs.h"
+
+#define PG ARENA_PAGE_SIZE
+
+int vol_check_range(uint64_t offset, uint64_t length, struct vrange *out)
+{
+	if (offset % PG || offset > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	if (length) {
+		if (length > (uint64_t)INT64_MAX - offset)
+			return -EINVAL;
+		length = (length + PG - 1) / PG * PG;
+		if (length > (uint64_t)INT64_MAX - offset)
+			return -EINVAL;
+	}
+	out->offset = offset;
+	out->length = length;
+	return 0;
+}
+
+static void page_range(const struct vrange *r, uint64_t *start, uint64_t *end)
+{
+	*start = r->offset / PG;
+	*end = r->length ? (r->offset + r->length) / PG : UNIT_UNBOUNDED;
+}
+
+static int reg_check(const struct inode *n)
+{
+	if (S_ISREG(n->mode))
+		return 0;
+	return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+}
+
+/* After reporting state read under n's lock: wait for the purges it includes. */
+static void wait_reported(struct fs *fs, uint64_t seq)
+{
+	if (seq && fs->hooks.wait)
+		fs->hooks.wait(fs->hooks.ctx, seq);
+}
+
+int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
+	     unsigned priority, bool age)
+{
+	struct unit **spare;
+	int ret = reg_check(n);
+
+	if (ret)
+		return ret;
+	if (priority >= UNIT_PRIORITIES)
+		return -EINVAL;
+	/* Every unit the call needs first: then nothing can fail halfway. */
+	spare = calloc(nr ? nr : 1, sizeof(*spare));
+	if (!spare)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++) {
+		spare[i] = unit_alloc();
+		if (!spare[i]) {
+			ret = -ENOMEM;
+			goto out_free;
+		}
+	}
+	pthread_rwlock_wrlock(&n->lock);
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t start, end;
+
+		page_range(&r[i], &start, &end);
+		units_mark(&fs->lru, n, &n->units, &n->pages, start, end, priority, age, spare[i]);
+		spare[i] = NULL;
+	}
+	pthread_rwlock_unlock(&n->lock);
+out_free:
+	for (size_t i = 0; i < nr; i++)
+		unit_free(spare[i]);
+	free(spare);
+	return ret;
+}
+
+int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
+	       uint64_t *bytes, int *purged)
+{
+	struct unit **spare;
+	uint64_t pages = 0, seq;
+	bool any = false;
+	int ret = reg_check(n);
+
+	if (ret)
+		return ret;
+	spare = calloc(nr ? nr : 1, sizeof(*spare));
+	if (!spare)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++) {
+		spare[i] = unit_alloc();
+		if (!spare[i]) {
+			ret = -ENOMEM;
+			goto out_free;
+		}
+	}
+	pthread_rwlock_wrlock(&n->lock);
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t start, end, limit = (n->size + PG - 1) / PG;
+		uint64_t bstart = r[i].offset;
+		uint64_t bend = r[i].length ? r[i].offset + r[i].length : UINT64_MAX;
+
+		/* Purged bytes lie within the file's size by construction. */
+		if (extset_intersects(&n->purged, bstart, bend))
+			any = true;
+		page_range(&r[i], &start, &end);
+		pages += units_unmark(&fs->lru, &n->units, &n->pages, start, end, limit, &spare[i]);
+	}
+	seq = n->inval_seq;
+	pthread_rwlock_unlock(&n->lock);
+	wait_reported(fs, seq);
+	*bytes = pages * PG;
+	*purged = any;
+out_free:
+	for (size_t i = 0; i < nr; i++)
+		unit_free(spare[i]);
+	free(spare);
+	return ret;
+}
+
+int vol_purged(struct fs *fs, struct inode *n, uint64_t offset, uint64_t length,
+	       struct volatilefs_extent *out, size_t max, uint64_t *count)
+{
+	uint64_t end = length && length <= UINT64_MAX - offset ? offset + length : UINT64_MAX;
+	const struct extent *e;
+	uint64_t seq;
+	size_t i = 0;
+	int ret = reg_check(n);
+
+	if (ret)
+		return ret;
+	pthread_rwlock_rdlock(&n->lock);
+	*count = extset_count_in(&n->purged, offset, end);
+	for (e = extset_first_from(&n->purged, offset); e && e->start < end && i < max;
+	     e = extset_next(&n->purged, e), i++) {
+		uint64_t s = e->start > offset ? e->start : offset;
+		uint64_t t = e->end < end ? e->end : end;
+
+		out[i].offset = s;
+		out[i].length = t - s;
+	}
+	seq = n->inval_seq;
+	pthread_rwlock_unlock(&n->lock);
+	wait_reported(fs, seq);
+	return 0;
+}
+
+int vol_forget_purged(struct fs *fs, struct inode *n)
+{
+	int ret = reg_check(n);
+
+	(void)fs;
+	if (ret)
+		return ret;
+	pthread_rwlock_wrlock(&n->lock);
+	extset_clear(&n->purged);
+	pthread_rwlock_unlock(&n->lock);
+	return 0;
+}
+
+bool vol_has_purged(struct fs *fs, struct inode *n)
+{
+	bool has;
+
+	(void)fs;
+	if (!S_ISREG(n->mode))
+		return false;
+	pthread_rwlock_rdlock(&n->lock);
+	has = !extset_empty(&n->purged);
+	pthread_rwlock_unlock(&n->lock);
+	return has;
+}
+
+int vol_format_ranges(struct fs *fs, struct inode *n, struct strbuf *b)
+{
+	uint64_t seq;
+	int ret = reg_check(n);
+
+	if (ret)
+		return ret;
+	pthread_rwlock_rdlock(&n->lock);
+	for (struct unit *u = units_first_from(&n->units, 0); u && !ret;
+	     u = units_next(&n->units, u)) {
+		uint64_t off = u->start * PG;
+		uint64_t len = u->end == UNIT_UNBOUNDED ? 0 : (u->end - u->start) * PG;
+		uint64_t bend = len ? off + len : UINT64_MAX;
+		bool purged = extset_intersects(&n->purged, off, bend);
+
+		ret = strbuf_printf(b, "%" PRIu64 ":%" PRIu64 " %s priority=%u%s\n", off, len,
+				    purged ? "purged" : "volatile", u->priority,
+				    u->age ? " age" : "");
+	}
+	seq = n->inval_seq;
+	pthread_rwlock_unlock(&n->lock);
+	wait_reported(fs, seq);
+	return ret;
+}
+
+int vol_format_purged(struct fs *fs, struct inode *n, struct strbuf *b)
+{
+	uint64_t seq;
+	int ret = reg_check(n);
+
+	if (ret)
+		return ret;
+	pthread_rwlock_rdlock(&n->lock);
+	for (const struct extent *e = extset_first_from(&n->purged, 0); e && !ret;
+	     e = extset_next(&n->purged, e))
+		ret = strbuf_printf(b, "%" PRIu64 ":%" PRIu64 "\n", e->start, e->end - e->start);
+	seq = n->inval_seq;
+	pthread_rwlock_unlock(&n->lock);
+	wait_reported(fs, seq);
+	return ret;
+}
+
+int vol_format_stats(struct fs *fs, struct strbuf *b)
+{
+	uint64_t units;
+
+	pthread_mutex_lock(&fs->lru.lock);
+	units = fs->lru.units;
+	pthread_mutex_unlock(&fs->lru.lock);
+	return strbuf_printf(b,
+		"memory_limit=%" PRIu64 "\n"
+		"memory_low=%" PRIu64 "\n"
+		"rss=%" PRIu64 "\n"
+		"data_bytes=%" PRIu64 "\n"
+		"volatile_bytes=%" PRIu64 "\n"
+		"purged_bytes_total=%" PRIu64 "\n"
+		"purges_total=%" PRIu64 "\n"
+		"volatile_units=%" PRIu64 "\n"
+		"files=%" PRIu64 "\n"
+		"enospc_total=%" PRIu64 "\n",
+		atomic_load(&fs->mem.limit), atomic_load(&fs->mem.low),
+		mem_rss_kernel(&fs->mem), arena_pages(&fs->arena) * PG,
+		atomic_load(&fs->lru.resident) * PG, atomic_load(&fs->purged_bytes_total),
+		atomic_load(&fs->purges_total), units, itable_count(&fs->itable),
+		atomic_load(&fs->mem.enospc_total));
+}

@@ -1,0 +1,60 @@
+/*
+ * vol.h - the volatile-range operations of one file (SPEC section 4),
+ * with their locking and reporting: what the xattrs (vxattr.c) and the
+ * ioctls (ops.c) call.
+ *
+ * Ranges come in bytes, already checked by vol_check_range() or the
+ * xattr grammar: offset a multiple of 4096, length rounded up to one
+ * (0 = unbounded), offset + length within INT64_MAX.
+ *
+ * Reporting: a purge is reported by vol_unmark(), vol_purged() and the
+ * formatted values; each of them returns only once the kernel has
+ * dropped its cached pages of every purge it reports (fs->hooks.wait),
+ * so no read through any path can return discarded data afterwards.
+ *
+ * Locking: each call takes the file's lock for as long as it needs it
+ * and no other inode lock; the wait happens after the lock is dropped.
+ */
+#ifndef VOLATILEFS_VOL_H
+#define VOLATILEFS_VOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vgrammar.h"
+
+struct fs;
+struct inode;
+struct volatilefs_extent;
+
+/*
+ * Validate and round a range given in bytes (the ioctl path): offset a
+ * multiple of 4096, length rounded up, the end within INT64_MAX.  Zero
+ * or -EINVAL.
+ */
+int vol_check_range(uint64_t offset, uint64_t length, struct vrange *out);
+
+/* Mark each range as one unit.  Zero, -EISDIR/-EINVAL (not a file), -ENOMEM. */
+int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
+	     unsigned priority, bool age);
+/* Unmark the ranges; *bytes and *purged as SPEC section 4.  All or nothing. */
+int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
+	       uint64_t *bytes, int *purged);
+/*
+ * The purged extents inside [offset, offset + length) (length 0: to the
+ * end), clipped to it: up to max in out, and their number in *count.
+ */
+int vol_purged(struct fs *fs, struct inode *n, uint64_t offset, uint64_t length,
+	       struct volatilefs_extent *out, size_t max, uint64_t *count);
+/* removexattr user.volatile.purged: forget the purged set. */
+int vol_forget_purged(struct fs *fs, struct inode *n);
+/* Is the purged set non-empty?  (poll: POLLPRI) */
+bool vol_has_purged(struct fs *fs, struct inode *n);
+
+/* The values read back (SPEC section 5).  Zero, -E2BIG or -ENOMEM. */
+int vol_format_ranges(struct fs *fs, struct inode *n, struct strbuf *b);
+int vol_format_purged(struct fs *fs, struct inode *n, struct strbuf *b);
+int vol_format_stats(struct fs *fs, struct strbuf *b);
+
+#endif
