@@ -190,8 +190,8 @@ int file_truncate_locked(struct fs *fs, struct inode *n, uint64_t size)
 		file_drop_pages_locked(fs, n, keep, PM_MAX_INDEX);
 		/* Cutting a tail never splits an extent: this cannot fail. */
 		extset_remove(&n->purged, size, UINT64_MAX);
+		units_truncate(&fs->lru, &n->units, keep);
 	}
-	units_truncate(&fs->lru, &n->units, keep);
 	n->size = size;
 	return 0;
 }
