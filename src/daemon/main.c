@@ -160,7 +160,10 @@ int main(int argc, char *argv[])
 		if (!lcfg)
 			goto out_unmount;
 		fuse_loop_cfg_set_clone_fd(lcfg, copts.clone_fd);
-		fuse_loop_cfg_set_max_threads(lcfg, copts.max_threads);
+		/* Reports of a purge wait for the notifier, which may wait for
+		 * reads and write-backs that need a worker thread: leave room
+		 * above libfuse's default of 10 (max_threads= still rules). */
+		fuse_loop_cfg_set_max_threads(lcfg, copts.max_threads == 10 ? 64 : copts.max_threads);
 		ret = fuse_session_loop_mt(se, lcfg);
 		fuse_loop_cfg_destroy(lcfg);
 	}
