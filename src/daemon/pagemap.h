@@ -10,15 +10,17 @@
  *
  * Entries are uintptr_t.  A page pointer is 4096-aligned, so the low
  * PM_TAG_BITS of an entry are free for per-page state: PM_PAGE(e) is the
- * page (NULL for a hole), PM_TAGS(e) the state.  An entry with tags but no
- * page is legal: it keeps per-page state for a page whose memory is gone.
- * This is how the volatile-range layer keeps its per-page state without
- * another structure: a page's volatile bit lives in its entry and
- * survives a purge that frees the page.  Units (contiguous runs of
- * volatile pages, purged whole) and the byte-exact purged set are
- * interval maps of their own beside this one; a whole-unit purge walks
- * the unit's index range here with pagemap_next() and clears page
- * pointers while keeping tags.
+ * page (NULL for a hole), PM_TAGS(e) the state, and an entry with tags
+ * but no page is legal (state kept for a page whose memory is gone).
+ *
+ * How the volatile-range layer sits on it without changing it: units
+ * (runs of volatile pages, purged whole) live in a per-file interval
+ * tree beside this map (units.c), and the byte-exact purged set in an
+ * extent set (extset.c).  A purge walks the unit's index range here with
+ * pagemap_remove_range(); residency of a range is counted with
+ * pagemap_next(..., want_page = true).  Per-page state has so far been
+ * derivable from the units, so the tag bits are unused: they remain for
+ * state that is not (a per-page dirty or accessed bit, say).
  *
  * Locking: none inside.  The owning inode's lock protects the map.
  */
