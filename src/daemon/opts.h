@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "size.h"
+
 struct fuse_args;
 
 struct opts {
@@ -29,12 +31,6 @@ struct opts {
 	bool write_unmark;     /* write_policy=unmark (default keep) */
 };
 
-/*
- * SIZE: a decimal or 0x-prefixed hex number of bytes, optionally
- * followed by one of K, M, G, T (binary, case-insensitive).  Zero, or
- * -EINVAL (malformed) / -ERANGE (does not fit in 64 bits).
- */
-int opts_parse_size(const char *s, uint64_t *out);
 /* Octal permission bits, at most 07777.  Zero or -EINVAL. */
 int opts_parse_mode(const char *s, mode_t *out);
 /* A decimal id below (uid_t)-1.  Zero or -EINVAL. */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opts.h"
+#include "size.h"
 
 static inline bool is_sep(char c)
 {
