@@ -19,7 +19,6 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 	uint64_t end = unbounded || u->end > n->size / PG ? n->size : u->end * PG;
 	uint64_t before = n->purged.bytes, freed = u->resident;
 	struct page_batch b = { .arena = &fs->arena };
-	void *ph;
 
 	if (start < end && extset_add(&n->purged, start, end) < 0)
 		return -ENOMEM;
@@ -30,14 +29,20 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 	page_batch_flush(&b);
 	atomic_fetch_add(&fs->purges_total, 1);
 	atomic_fetch_add(&fs->purged_bytes_total, n->purged.bytes - before);
-	ph = n->poll_handle;
-	n->poll_handle = NULL;
 	if (fs->hooks.purged)
 		/* length 0: to the end of the file */
 		n->inval_seq = fs->hooks.purged(fs->hooks.ctx, n, start,
-						unbounded ? 0 : (u->end - u->start) * PG, ph);
-	else if (ph && fs->hooks.poll_free)
-		fs->hooks.poll_free(fs->hooks.ctx, ph);
+						unbounded ? 0 : (u->end - u->start) * PG);
+	/* Wake every poller of the file: POLLPRI is up now. */
+	for (struct ofile *of = n->open_files; of; of = of->next) {
+		if (!of->poll_handle)
+			continue;
+		if (fs->hooks.wake)
+			fs->hooks.wake(fs->hooks.ctx, of->poll_handle);
+		else if (fs->hooks.poll_free)
+			fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
+		of->poll_handle = NULL;
+	}
 	return (int64_t)freed;
 }
 
@@ -86,12 +91,6 @@ static bool under_bytes(struct fs *fs, uint64_t freed, uint64_t bytes)
 	return freed * PG < bytes;
 }
 
-static bool always(struct fs *fs, uint64_t freed, uint64_t arg)
-{
-	(void)fs; (void)freed; (void)arg;
-	return true;
-}
-
 uint64_t evict_to(struct fs *fs, uint64_t target)
 {
 	return evict_loop(fs, over_target, target);
@@ -102,33 +101,62 @@ uint64_t evict_bytes(struct fs *fs, uint64_t bytes)
 	return evict_loop(fs, under_bytes, bytes) * PG;
 }
 
-uint64_t evict_all(struct fs *fs)
-{
-	return evict_loop(fs, always, 0) * PG;
-}
-
-int64_t evict_file(struct fs *fs, struct inode *n)
+/* Purge every unit of n that holds memory or covers bytes of the file. n locked. */
+static int64_t purge_file_locked(struct fs *fs, struct inode *n)
 {
 	uint64_t freed = 0;
-	struct unit *u;
 
-	if (!S_ISREG(n->mode))
-		return -EISDIR;
-	pthread_rwlock_wrlock(&n->lock);
-	for (u = units_first_from(&n->units, 0); u; u = units_next(&n->units, u)) {
+	for (struct unit *u = units_first_from(&n->units, 0); u; u = units_next(&n->units, u)) {
 		int64_t got;
 
 		if (!u->resident && u->start * PG >= n->size)
 			continue;
 		got = evict_unit_locked(fs, n, u);
-		if (got < 0) {
-			pthread_rwlock_unlock(&n->lock);
+		if (got < 0)
 			return got;
-		}
 		freed += (uint64_t)got;
 	}
+	return (int64_t)freed;
+}
+
+/*
+ * "all" means every unit, also those that hold no memory (a sparse or
+ * already purged range whose bytes then join the purged set), so walk
+ * the files rather than the lists.  ns_lock held for reading keeps the
+ * inode table still: nodes come and go only under it held for writing.
+ */
+uint64_t evict_all(struct fs *fs)
+{
+	uint64_t freed = 0;
+
+	pthread_mutex_lock(&fs->evict_lock);
+	pthread_rwlock_rdlock(&fs->ns_lock);
+	for (struct inode *n = fs->itable.head.next; n != &fs->itable.head; n = n->next) {
+		int64_t got;
+
+		if (!S_ISREG(n->mode) || !n->units.count)
+			continue;
+		pthread_rwlock_wrlock(&n->lock);
+		got = purge_file_locked(fs, n);
+		pthread_rwlock_unlock(&n->lock);
+		if (got > 0)
+			freed += (uint64_t)got;
+	}
+	pthread_rwlock_unlock(&fs->ns_lock);
+	pthread_mutex_unlock(&fs->evict_lock);
+	return freed * PG;
+}
+
+int64_t evict_file(struct fs *fs, struct inode *n)
+{
+	int64_t got;
+
+	if (!S_ISREG(n->mode))
+		return -EISDIR;
+	pthread_rwlock_wrlock(&n->lock);
+	got = purge_file_locked(fs, n);
 	pthread_rwlock_unlock(&n->lock);
-	return (int64_t)(freed * PG);
+	return got < 0 ? got : got * (int64_t)PG;
 }
 
 bool evict_for_write(struct fs *fs, uint64_t pages)

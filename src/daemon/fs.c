@@ -28,9 +28,9 @@ static void node_free(struct fs *fs, struct inode *n)
 
 	if (S_ISREG(n->mode)) {
 		units_clear(&fs->lru, &n->units);
-		if (n->poll_handle && fs->hooks.poll_free)
-			fs->hooks.poll_free(fs->hooks.ctx, n->poll_handle);
-		n->poll_handle = NULL;
+		for (struct ofile *of = n->open_files; of; of = of->next)
+			if (of->poll_handle && fs->hooks.poll_free)
+				fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
 	}
 	inode_free(&fs->itable, n, release_page, &b);
 	page_batch_flush(&b);
@@ -105,9 +105,13 @@ void fs_destroy(struct fs *fs)
 	struct page_batch b = { .arena = &fs->arena };
 
 	evict_monitor_stop(fs);
-	for (struct inode *n = fs->itable.head.next; n != &fs->itable.head; n = n->next)
-		if (S_ISREG(n->mode) && n->poll_handle && fs->hooks.poll_free)
-			fs->hooks.poll_free(fs->hooks.ctx, n->poll_handle);
+	for (struct inode *n = fs->itable.head.next; n != &fs->itable.head; n = n->next) {
+		if (!S_ISREG(n->mode))
+			continue;
+		for (struct ofile *of = n->open_files; of; of = of->next)
+			if (of->poll_handle && fs->hooks.poll_free)
+				fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
+	}
 	itable_destroy(&fs->itable, release_page, &b);
 	page_batch_flush(&b);
 	mem_destroy(&fs->mem);
@@ -116,6 +120,22 @@ void fs_destroy(struct fs *fs)
 	pthread_mutex_destroy(&fs->monitor_lock);
 	pthread_mutex_destroy(&fs->evict_lock);
 	pthread_rwlock_destroy(&fs->ns_lock);
+}
+
+/*
+ * New nodes and attributes cost memory too.  Over the limit, purge
+ * first, as a write does; only when that leaves us over is it ENOSPC.
+ * Caller holds no lock.
+ */
+static int room_for_metadata(struct fs *fs)
+{
+	if (mem_charge_check(&fs->mem, 0) == 0)
+		return 0;
+	evict_to(fs, atomic_load(&fs->mem.low));
+	if (mem_charge_check(&fs->mem, 0) == 0)
+		return 0;
+	atomic_fetch_add(&fs->mem.enospc_total, 1);
+	return -ENOSPC;
 }
 
 static int check_name(const char *name)
@@ -296,8 +316,7 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 	default:
 		return -EINVAL;
 	}
-	/* Metadata costs memory too: refuse new nodes once over the limit. */
-	ret = mem_charge_check(&fs->mem, 0);
+	ret = room_for_metadata(fs);
 	if (ret)
 		goto out_free;
 
@@ -362,7 +381,7 @@ int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *ne
 		return -EPERM;
 	if (!S_ISDIR(newdir->mode))
 		return -ENOTDIR;
-	ret = mem_charge_check(&fs->mem, 0);
+	ret = room_for_metadata(fs);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&fs->ns_lock);
@@ -732,8 +751,50 @@ void fs_statfs(struct fs *fs, struct statvfs *sv)
 	sv->f_namemax = FS_NAME_MAX;
 }
 
-bool fs_poll(struct fs *fs, struct inode *n, void *ph, void **old)
+struct ofile *fs_open_file(struct fs *fs, struct inode *n, int flags)
 {
+	struct ofile *of = calloc(1, sizeof(*of));
+
+	(void)fs;
+	if (!of)
+		return NULL;
+	of->inode = n;
+	of->flags = flags;
+	if (!S_ISREG(n->mode))
+		return of; /* not listed: only files are purged */
+	pthread_rwlock_wrlock(&n->lock);
+	of->next = n->open_files;
+	if (of->next)
+		of->next->prev = of;
+	n->open_files = of;
+	n->nopen++;
+	pthread_rwlock_unlock(&n->lock);
+	return of;
+}
+
+void fs_release_file(struct fs *fs, struct ofile *of)
+{
+	struct inode *n = of->inode;
+
+	if (S_ISREG(n->mode)) {
+		pthread_rwlock_wrlock(&n->lock);
+		if (of->prev)
+			of->prev->next = of->next;
+		else
+			n->open_files = of->next;
+		if (of->next)
+			of->next->prev = of->prev;
+		n->nopen--;
+		pthread_rwlock_unlock(&n->lock);
+	}
+	if (of->poll_handle && fs->hooks.poll_free)
+		fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
+	free(of);
+}
+
+bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old)
+{
+	struct inode *n = of->inode;
 	bool purged;
 
 	(void)fs;
@@ -743,8 +804,8 @@ bool fs_poll(struct fs *fs, struct inode *n, void *ph, void **old)
 	pthread_rwlock_wrlock(&n->lock);
 	purged = !extset_empty(&n->purged);
 	if (ph) {
-		*old = n->poll_handle;
-		n->poll_handle = ph;
+		*old = of->poll_handle;
+		of->poll_handle = ph;
 	}
 	pthread_rwlock_unlock(&n->lock);
 	return purged;
@@ -786,7 +847,7 @@ int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *va
 		return vxattr_set(fs, n, name, value, size, cred->uid);
 	if (!xattr_ns_of(name))
 		return -EOPNOTSUPP;
-	ret = mem_charge_check(&fs->mem, 0);
+	ret = room_for_metadata(fs);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&n->lock);

@@ -48,13 +48,14 @@ struct fs_config {
 struct fs_hooks {
 	void *ctx;
 	/*
-	 * A purge discarded bytes [off, off + len) of n: have the kernel
-	 * drop its cached pages there, and wake poll_handle (may be NULL;
-	 * the hook owns it now).  Called with n's lock held, so it may only
-	 * queue the work.  Returns a sequence number for wait().
+	 * A purge discarded bytes [off, off + len) of n (len 0: to the
+	 * end): have the kernel drop its cached pages there.  Called with
+	 * n's lock held, so it may only queue the work.  Returns a sequence
+	 * number for wait().
 	 */
-	uint64_t (*purged)(void *ctx, struct inode *n, uint64_t off, uint64_t len,
-			   void *poll_handle);
+	uint64_t (*purged)(void *ctx, struct inode *n, uint64_t off, uint64_t len);
+	/* Wake a poll waiter (the hook owns the handle now).  May only queue. */
+	void (*wake)(void *ctx, void *poll_handle);
 	/* Return once every notification up to seq was delivered.  No lock held. */
 	void (*wait)(void *ctx, uint64_t seq);
 	/* Free a poll handle that will never be woken. */
@@ -156,12 +157,17 @@ int fs_readdir(struct fs *fs, struct inode *dir, uint64_t off, bool plus, fs_fil
 
 void fs_statfs(struct fs *fs, struct statvfs *sv);
 
+/* Open n; NULL when out of memory. */
+struct ofile *fs_open_file(struct fs *fs, struct inode *n, int flags);
+/* The last close of an open description. */
+void fs_release_file(struct fs *fs, struct ofile *of);
+
 /*
- * poll: keep ph (when not NULL) as n's waiter, returning the one it
- * replaces in *old for the caller to free.  True while n's purged set
+ * poll: keep ph (when not NULL) as the file's waiter, returning the one
+ * it replaces in *old for the caller to free.  True while the purged set
  * is not empty.
  */
-bool fs_poll(struct fs *fs, struct inode *n, void *ph, void **old);
+bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old);
 
 /* cred: the caller, for the root-only user.volatile.* names. */
 int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,

@@ -52,10 +52,22 @@ struct inode *inode_new(struct itable *t, mode_t mode, uid_t uid, gid_t gid, dev
 	return n;
 }
 
+/* Open descriptions left at unmount (no release comes then). */
+static void ofile_free_all(struct inode *n)
+{
+	while (n->open_files) {
+		struct ofile *of = n->open_files;
+
+		n->open_files = of->next;
+		free(of);
+	}
+}
+
 static void inode_release_contents(struct inode *n, void (*release)(void *page, void *ctx),
 				   void *ctx)
 {
 	if (S_ISREG(n->mode)) {
+		ofile_free_all(n);
 		pagemap_destroy(&n->pages, release, ctx);
 		units_free_all(&n->units);
 		extset_clear(&n->purged);

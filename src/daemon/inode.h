@@ -19,7 +19,10 @@
  *                           dir.parent, and the decision to free a node.
  *   inode->lock (rwlock)    the node's attributes, size, data (pagemap),
  *                           symlink target and xattrs.
- *   itable->lock (mutex)    the list of all nodes and the counters.
+ *   itable->lock (mutex)    the list of all nodes and the counters; the
+ *                           list changes only with ns_lock also held for
+ *                           writing, so ns_lock held for reading is
+ *                           enough to walk it.
  *   arena->lock (mutex)     leaf.
  * Order: ns_lock, then inode locks (two at once: lower address first),
  * then itable->lock or arena->lock.  nlink is written with ns_lock held
@@ -40,6 +43,20 @@
 #include "pagemap.h"
 #include "units.h"
 #include "xattr.h"
+
+struct inode;
+
+/*
+ * An open description of a regular file (the fh of a FUSE open): its
+ * access mode, for the ioctls, and its poll waiter.  Each open file of
+ * an inode is on the inode's list, so a purge wakes every waiter.
+ */
+struct ofile {
+	struct ofile *prev, *next; /* the inode's list; inode lock */
+	struct inode *inode;       /* immutable */
+	int flags;                 /* open(2) flags; immutable */
+	void *poll_handle;         /* the newest poll of this file; inode lock */
+};
 
 struct inode {
 	uint64_t ino;                 /* st_ino; immutable */
@@ -63,7 +80,8 @@ struct inode {
 			struct pagemap pages;
 			struct units units;   /* volatile units (units.h) */
 			struct extset purged; /* the purged set, in bytes */
-			void *poll_handle;    /* a poll waiter to wake on purge */
+			struct ofile *open_files; /* open descriptions (fs.h) */
+			uint32_t nopen;
 			uint64_t inval_seq;   /* the notifier's sequence of the last purge */
 		};
 		struct {

@@ -175,6 +175,7 @@ int main(int argc, char *argv[])
 out_notifier:
 	notifier_stop(&nt);
 	fs.hooks.purged = NULL;
+	fs.hooks.wake = NULL;
 	fs.hooks.wait = NULL;
 out_unmount:
 	ops_thread_cleanup();

@@ -37,6 +37,7 @@ int mem_init(struct mem *m, struct arena *a, uint64_t limit, uint64_t low)
 		limit = mem_default_limit();
 	atomic_store(&m->limit, limit);
 	atomic_store(&m->low_explicit, low != 0);
+	atomic_store(&m->low_asked, low);
 	atomic_store(&m->low, low ? (low < limit ? low : limit) : default_low(limit));
 	mem_reconcile(m);
 	return 0;
@@ -64,13 +65,16 @@ void mem_destroy(struct mem *m)
 
 void mem_set_limit(struct mem *m, uint64_t limit)
 {
-	uint64_t low = atomic_load(&m->low);
+	uint64_t low = default_low(limit);
 
 	atomic_store(&m->limit, limit);
-	if (!atomic_load(&m->low_explicit))
-		low = default_low(limit);
-	else if (low > limit)
-		low = limit;
+	/* An explicit memory_low is capped at the limit, and comes back
+	 * when the limit rises again. */
+	if (atomic_load(&m->low_explicit)) {
+		low = atomic_load(&m->low_asked);
+		if (low > limit)
+			low = limit;
+	}
 	atomic_store(&m->low, low);
 }
 

@@ -33,7 +33,8 @@ struct mem {
 	struct arena *arena;
 	_Atomic uint64_t limit;
 	_Atomic uint64_t low;
-	_Atomic bool low_explicit;     /* memory_low given by the user */
+	_Atomic bool low_explicit;     /* memory_low given by the user ... */
+	_Atomic uint64_t low_asked;    /* ... and its value, before capping */
 	_Atomic int64_t overhead;      /* kernel RSS - arena bytes, last reconcile */
 	_Atomic uint64_t pages_at_reconcile;
 	_Atomic uint64_t enospc_total;

@@ -23,7 +23,7 @@ struct nevent {
 
 static void deliver(struct notifier *nt, struct nevent *ev)
 {
-	int ret = fuse_lowlevel_notify_inval_inode(nt->se, ev->ino, ev->off, ev->len);
+	int ret = ev->ino ? fuse_lowlevel_notify_inval_inode(nt->se, ev->ino, ev->off, ev->len) : 0;
 
 	/* ENOENT: the kernel has no inode (nothing cached); ENODEV, EBADF:
 	 * unmounting.  Neither leaves stale data to worry about. */
@@ -64,26 +64,25 @@ static void *notifier_main(void *arg)
 	return NULL;
 }
 
-static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t len, void *ph)
+/* Queue an event; its sequence number, or 0 when it could not be queued. */
+static uint64_t enqueue(struct notifier *nt, fuse_ino_t ino, uint64_t off, uint64_t len,
+			struct fuse_pollhandle *ph)
 {
-	struct notifier *nt = ctx;
 	struct nevent *ev = calloc(1, sizeof(*ev));
 	uint64_t seq;
 
 	pthread_mutex_lock(&nt->lock);
 	if (!ev || nt->stop) {
-		/* Out of memory: the kernel's copy is dropped at the next
-		 * open's attribute check at worst; say so, never crash. */
 		pthread_mutex_unlock(&nt->lock);
 		if (!ev)
-			fprintf(stderr, "volatilefs: out of memory queueing a purge notification\n");
+			fprintf(stderr, "volatilefs: out of memory queueing a notification\n");
 		if (ph)
 			fuse_pollhandle_destroy(ph);
 		free(ev);
 		return 0;
 	}
 	ev->seq = seq = ++nt->next_seq;
-	ev->ino = (fuse_ino_t)(uintptr_t)n;
+	ev->ino = ino;
 	ev->off = (off_t)off;
 	ev->len = (off_t)len;
 	ev->ph = ph;
@@ -95,6 +94,16 @@ static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t l
 	pthread_cond_signal(&nt->work);
 	pthread_mutex_unlock(&nt->lock);
 	return seq;
+}
+
+static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t len)
+{
+	return enqueue(ctx, (fuse_ino_t)(uintptr_t)n, off, len, NULL);
+}
+
+static void hook_wake(void *ctx, void *ph)
+{
+	enqueue(ctx, 0, 0, 0, ph);
 }
 
 static void hook_wait(void *ctx, uint64_t seq)
@@ -130,6 +139,7 @@ int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs_hooks
 	nt->running = true;
 	hooks->ctx = nt;
 	hooks->purged = hook_purged;
+	hooks->wake = hook_wake;
 	hooks->wait = hook_wait;
 	hooks->poll_free = hook_poll_free;
 	return 0;

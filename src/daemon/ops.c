@@ -294,6 +294,7 @@ static void vfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct inode *n = node_of(req, ino);
+	struct ofile *of;
 
 	if (S_ISDIR(n->mode)) {
 		fuse_reply_err(req, EISDIR);
@@ -312,9 +313,22 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return;
 		}
 	}
+	of = fs_open_file(fs_of(req), n, fi->flags);
+	if (!of) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	fi->keep_cache = 1;
-	fi->fh = (uint64_t)(unsigned)fi->flags; /* the ioctls check the access mode */
-	fuse_reply_open(req, fi);
+	fi->fh = (uint64_t)(uintptr_t)of;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		fs_release_file(fs_of(req), of); /* the open was interrupted */
+}
+
+static void vfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fs_release_file(fs_of(req), (struct ofile *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
 }
 
 static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -324,6 +338,7 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	struct fs_cred cred = { .uid = ctx->uid, .gid = ctx->gid };
 	struct fuse_entry_param e;
 	struct inode *n = NULL;
+	struct ofile *of;
 	struct stat st;
 	int ret = fs_mknod(fs_of(req), node_of(req, parent), name, S_IFREG | (mode & 07777), 0,
 			   NULL, &cred, &n, &st);
@@ -332,11 +347,20 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	of = fs_open_file(fs_of(req), n, fi->flags);
+	if (!of) {
+		/* The node exists now; the kernel just will not open it. */
+		fs_forget(fs_of(req), n, 1);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	fill_entry(fs_of(req), &e, n, &st);
 	fi->keep_cache = 1;
-	fi->fh = (uint64_t)(unsigned)fi->flags;
-	if (fuse_reply_create(req, &e, fi) == -ENOENT)
-		fs_forget(fs_of(req), n, 1); /* the open was interrupted */
+	fi->fh = (uint64_t)(uintptr_t)of;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		fs_release_file(fs_of(req), of); /* the open was interrupted */
+		fs_forget(fs_of(req), n, 1);
+	}
 }
 
 static void vfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -631,7 +655,7 @@ static void vfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *ar
 		struct volatilefs_purged_arg purged;
 	} a;
 	size_t size = _IOC_SIZE(cmd);
-	bool writable = (fi->fh & O_ACCMODE) != O_RDONLY;
+	bool writable;
 	int ret;
 
 	(void)arg;
@@ -648,6 +672,7 @@ static void vfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *ar
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	writable = (((struct ofile *)(uintptr_t)fi->fh)->flags & O_ACCMODE) != O_RDONLY;
 	memcpy(&a, in_buf, size);
 	switch (cmd) {
 	case VOLATILEFS_IOC_MARK:
@@ -678,8 +703,8 @@ static void vfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	unsigned revents = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
 	void *old = NULL;
 
-	(void)fi;
-	if (fs_poll(fs_of(req), n, ph, &old))
+	(void)n;
+	if (fs_poll(fs_of(req), (struct ofile *)(uintptr_t)fi->fh, ph, &old))
 		revents |= POLLPRI;
 	if (old)
 		fuse_pollhandle_destroy(old);
@@ -706,7 +731,7 @@ const struct fuse_lowlevel_ops volatilefs_ops = {
 	.read = vfs_read,
 	.write = vfs_write,
 	.flush = vfs_ok,
-	.release = vfs_ok,
+	.release = vfs_release,
 	.fsync = vfs_fsync,
 	.opendir = vfs_opendir,
 	.readdir = vfs_readdir,

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fuse_opt.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,10 +61,27 @@ static const struct fuse_opt opt_table[] = {
 	FUSE_OPT_END
 };
 
-/* Keep whatever is not ours for libfuse. */
+/*
+ * fstab noise: options for mount(8), systemd and fstab readers that
+ * reach us through mount.fuse3 and mean nothing to a FUSE daemon.
+ */
+static bool is_fstab_noise(const char *opt)
+{
+	static const char *const words[] = { "_netdev", "nofail", "noauto", "auto", "user",
+					     "users", "nouser", "owner", "group", "defaults" };
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcmp(opt, words[i]) == 0)
+			return true;
+	return strncmp(opt, "x-", 2) == 0 || strncmp(opt, "comment=", 8) == 0;
+}
+
+/* Drop fstab noise; keep whatever else is not ours for libfuse. */
 static int keep_other(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
-	(void)data; (void)arg; (void)key; (void)outargs;
+	(void)data; (void)outargs;
+	if (key == FUSE_OPT_KEY_OPT && is_fstab_noise(arg))
+		return 0;
 	return 1;
 }
 
