@@ -196,12 +196,15 @@ START_TEST(memory_low_follows_limit_unless_explicit)
 {
 	mem_set_limit(&fs.mem, 100ull << 20);
 	ck_assert_uint_eq(atomic_load(&fs.mem.low), 90ull << 20);
+	/* as -o memory_low=80M does */
 	atomic_store(&fs.mem.low_explicit, true);
-	atomic_store(&fs.mem.low, 80ull << 20);
+	atomic_store(&fs.mem.low_asked, 80ull << 20);
 	mem_set_limit(&fs.mem, 200ull << 20);
 	ck_assert_uint_eq(atomic_load(&fs.mem.low), 80ull << 20);
 	mem_set_limit(&fs.mem, 50ull << 20);
-	ck_assert_uint_eq(atomic_load(&fs.mem.low), 50ull << 20);
+	ck_assert_uint_eq(atomic_load(&fs.mem.low), 50ull << 20); /* capped */
+	mem_set_limit(&fs.mem, 1ull << 30);
+	ck_assert_uint_eq(atomic_load(&fs.mem.low), 80ull << 20); /* and back */
 }
 END_TEST
 
