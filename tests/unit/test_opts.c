@@ -113,6 +113,25 @@ START_TEST(parse_takes_our_options_and_keeps_the_rest)
 }
 END_TEST
 
+START_TEST(parse_drops_fstab_noise)
+{
+	struct fuse_args args;
+	struct opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse("_netdev,nofail,noauto,user,x-systemd.automount,"
+			       "x-systemd.requires=foo,comment=x,allow_other", &o, err, &args), 0);
+	for (int i = 0; i < args.argc; i++) {
+		ck_assert_ptr_null(strstr(args.argv[i], "_netdev"));
+		ck_assert_ptr_null(strstr(args.argv[i], "nofail"));
+		ck_assert_ptr_null(strstr(args.argv[i], "x-systemd"));
+		ck_assert_ptr_null(strstr(args.argv[i], "noauto"));
+		ck_assert_ptr_null(strstr(args.argv[i], "comment"));
+	}
+	fuse_opt_free_args(&args);
+}
+END_TEST
+
 START_TEST(parse_rejects_bad_values_with_a_message)
 {
 	const char *bad[] = { "memory_limit=12Q", "memory_limit=", "memory_limit=0",
@@ -144,6 +163,7 @@ int main(void)
 	tcase_add_test(tc, mode_and_id_parsers);
 	tcase_add_test(tc, parse_takes_our_options_and_keeps_the_rest);
 	tcase_add_test(tc, parse_rejects_bad_values_with_a_message);
+	tcase_add_test(tc, parse_drops_fstab_noise);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
