@@ -602,6 +602,8 @@ static int ioctl_mark(struct fs *fs, struct inode *n, const struct volatilefs_ma
 		return -EINVAL;
 	if (a->flags & VOLATILEFS_PRIORITY(0))
 		prio = (a->flags >> 4) & 0xfu;
+	else if (a->flags & (VOLATILEFS_PRIORITY(15) & ~VOLATILEFS_PRIORITY(0)))
+		return -EINVAL; /* priority bits without "a priority is given" */
 	if (prio > VGRAMMAR_PRIORITY_MAX)
 		return -EINVAL;
 	ret = vol_check_range(a->offset, a->length, &r);

@@ -1,0 +1,1820 @@
+/*
+ * libvol: the C interface of volatilefs (SPEC sections 4 and 6), driven through libvolatilefs
+ * on a mounted volatilefs and checked against what the daemon shows through its extended
+ * attributes and through ordinary reads, mappings and poll.
+ *
+ *	$ tests/mount/with-mount.sh build/src/daemon/volatilefs -o memory_limit=256M \
+ *		-- build/tests/mount/libvol
+ *	100%: Checks: ..., Failures: 0, Errors: 0
+ *
+ *	$ VFS_TEST_DIR=/tmp/volatilefs build/tests/mount/libvol          (a mounted volatilefs)
+ *	$ CK_RUN_CASE=poll VFS_TEST_DIR=/tmp/volatilefs build/tests/mount/libvol   (one case)
+ *
+ *	$ VFS_PURGED_READ=eio tests/mount/with-mount.sh build/src/daemon/volatilefs \
+ *		-o memory_limit=256M,purged_read=eio -- build/tests/mount/libvol
+ *
+ * The suite expects the default options (purged_read=zero, write_policy=keep) and a memory
+ * limit far above what it stores (it stores a few MiB), so that nothing is purged unless a
+ * test asks for it: purges are forced with the user.volatile.purge attribute, "all" on a
+ * file, or a size on the mount root for the purge-order test. With VFS_PURGED_READ=eio it
+ * runs only the test case "eio" instead, which needs a mount with -o purged_read=eio.
+ *
+ * What a purge may leave in the kernel's caches is only guaranteed gone once the purge has
+ * been reported (SPEC section 4: through user.volatile.purged or .ranges, an unmark or the
+ * ioctls), so the tests that read purged data first ask volatilefs_purged() about it.
+ *
+ * Layout as fsops.c: main() makes one run directory VFS_TEST_DIR/libvol.XXXXXX and removes it
+ * at the end; each test is forked (CK_FORK), and runs in its own fresh directory inside it,
+ * using relative names. Ranges are read back with getxattr("user.volatile.ranges") and
+ * compared as text, "OFFSET:LENGTH STATE priority=N[ age]\n" per unit, sorted by offset.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "volatilefs.h"
+
+#define KIB 1024ull
+#define PAGE 4096ull
+#define TIMEOUT_SECONDS 60
+
+/* How soon a sleeping poll must see a purge, and how long the purger waits first. */
+#define WAKE_LIMIT_MS 2000
+#define PURGE_DELAY_MS 300
+
+#define FUSE_SUPER_MAGIC 0x65735546
+
+/* Set in main() before any test is forked; children inherit them. */
+static char mount_dir[PATH_MAX];
+static char run_dir[PATH_MAX];
+/* This test's own directory, and the working directory while it runs. */
+static char test_dir[PATH_MAX];
+
+static const char *errname(int e)
+{
+	const char *s = e ? strerrorname_np(e) : "no error";
+
+	return s ? s : "unknown errno";
+}
+
+/* A call that must succeed (not return -1); evaluates to its result. */
+#define CHECK(expr)                                                                 \
+	({                                                                          \
+		__typeof__(expr) r_ = (expr);                                       \
+		ck_assert_msg(r_ != -1, "%s failed: %s", #expr, errname(errno));    \
+		r_;                                                                 \
+	})
+
+/* A call that must fail with exactly this errno. */
+#define ASSERT_ERRNO(expr, err)                                                     \
+	do {                                                                        \
+		errno = 0;                                                          \
+		long r_ = (long)(expr);                                             \
+		int e_ = errno;                                                     \
+		ck_assert_msg(r_ == -1 && e_ == (err), "%s: expected -1 (%s), got %ld (%s)", \
+			      #expr, errname(err), r_, r_ == -1 ? errname(e_) : "success"); \
+	} while (0)
+
+/* ---------------------------------------------------------------------------------------- */
+/* Helpers                                                                                  */
+
+/* Bytes that depend on their file offset, never 0, so a purged (zeroed) byte shows up. */
+static uint8_t pat(uint64_t off, unsigned seed)
+{
+	uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
+
+	x ^= x >> 29;
+	x *= 0x94D049BB133111EBull;
+	x ^= x >> 32;
+	return (uint8_t)(x % 255 + 1);
+}
+
+static void *xmalloc(size_t len)
+{
+	void *p = malloc(len ? len : 1);
+
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+static void pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		ck_assert_msg(n > 0, "pwrite(%zu bytes at %lld): %s", len, (long long)off,
+			      n < 0 ? errname(errno) : "wrote 0");
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+}
+
+/* Reads up to len bytes at off, stopping early only at end of file; returns the count. */
+static size_t pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	uint8_t *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, p + done, len - done, off + (off_t)done);
+
+		ck_assert_msg(n >= 0, "pread(%zu bytes at %lld): %s", len - done,
+			      (long long)(off + (off_t)done), errname(errno));
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
+/* Writes the pattern of [off, off + len) with this seed. */
+static void write_pat(int fd, uint64_t off, size_t len, unsigned seed)
+{
+	uint8_t *buf = xmalloc(len);
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = pat(off + i, seed);
+	pwrite_all(fd, buf, len, (off_t)off);
+	free(buf);
+}
+
+/* Asserts buf holds the pattern of [off, off + len). */
+static void assert_pat(const uint8_t *buf, size_t len, uint64_t off, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		ck_assert_msg(buf[i] == pat(off + i, seed),
+			      "byte at file offset %" PRIu64 " is 0x%02x, expected 0x%02x",
+			      off + i, buf[i], pat(off + i, seed));
+}
+
+static void assert_zero(const uint8_t *buf, size_t len, uint64_t off)
+{
+	for (size_t i = 0; i < len; i++)
+		ck_assert_msg(buf[i] == 0, "byte at file offset %" PRIu64 " is 0x%02x, expected 0",
+			      off + i, buf[i]);
+}
+
+/* Reads [off, off + len) and asserts it holds the pattern / zeros. */
+static void assert_file_pat(int fd, uint64_t off, size_t len, unsigned seed)
+{
+	uint8_t *buf = xmalloc(len);
+
+	ck_assert_uint_eq(pread_all(fd, buf, len, (off_t)off), len);
+	assert_pat(buf, len, off, seed);
+	free(buf);
+}
+
+static void assert_file_zero(int fd, uint64_t off, size_t len)
+{
+	uint8_t *buf = xmalloc(len);
+
+	ck_assert_uint_eq(pread_all(fd, buf, len, (off_t)off), len);
+	assert_zero(buf, len, off);
+	free(buf);
+}
+
+/* Creates name with size bytes of the pattern (seed 1); returns an O_RDWR descriptor. */
+static int make_file(const char *name, size_t size)
+{
+	int fd = CHECK(open(name, O_RDWR | O_CREAT | O_TRUNC, 0644));
+
+	if (size)
+		write_pat(fd, 0, size, 1);
+	return fd;
+}
+
+/* The value of an extended attribute as a NUL-terminated string (freed by the caller). */
+static char *xattr_str(const char *path, const char *name)
+{
+	for (int tries = 0; tries < 10; tries++) {
+		ssize_t size = getxattr(path, name, NULL, 0);
+		char *buf;
+		ssize_t got;
+
+		ck_assert_msg(size >= 0, "getxattr(%s, %s) size: %s", path, name, errname(errno));
+		buf = xmalloc((size_t)size + 1);
+		got = getxattr(path, name, buf, (size_t)size);
+		if (got < 0 && errno == ERANGE) { /* it grew meanwhile */
+			free(buf);
+			continue;
+		}
+		ck_assert_msg(got >= 0, "getxattr(%s, %s): %s", path, name, errname(errno));
+		buf[got] = '\0';
+		return buf;
+	}
+	ck_abort_msg("getxattr(%s, %s) kept changing size", path, name);
+	return NULL;
+}
+
+static void assert_xattr(const char *path, const char *name, const char *want)
+{
+	char *got = xattr_str(path, name);
+
+	ck_assert_msg(strcmp(got, want) == 0, "%s of %s:\n got \"%s\"\nwant \"%s\"", name, path,
+		      got, want);
+	free(got);
+}
+
+/* The units of path, as "OFFSET:LENGTH STATE priority=N[ age]\n" lines. */
+static void assert_ranges(const char *path, const char *want)
+{
+	assert_xattr(path, "user.volatile.ranges", want);
+}
+
+/* The purged set of path, as "OFFSET:LENGTH\n" lines. */
+static void assert_purged_xattr(const char *path, const char *want)
+{
+	assert_xattr(path, "user.volatile.purged", want);
+}
+
+/* Purges every unit of path now, as another program could. */
+static void purge_file(const char *path)
+{
+	CHECK(setxattr(path, "user.volatile.purge", "all", 3, 0));
+}
+
+/* The number of purged extents of fd, which also reports (so completes) every purge. */
+static size_t purged_count(int fd)
+{
+	size_t n = SIZE_MAX;
+
+	CHECK(volatilefs_purged(fd, 0, 0, NULL, 0, &n));
+	ck_assert_uint_ne(n, SIZE_MAX);
+	return n;
+}
+
+/* Asserts the purged extents in [off, off + len) are exactly want[0..nwant). */
+static void assert_extents(int fd, uint64_t off, uint64_t len,
+			   const struct volatilefs_extent *want, size_t nwant)
+{
+	struct volatilefs_extent got[16];
+	size_t n = SIZE_MAX;
+
+	ck_assert_uint_le(nwant, 16);
+	CHECK(volatilefs_purged(fd, off, len, got, 16, &n));
+	ck_assert_msg(n == nwant, "purged(%" PRIu64 ", %" PRIu64 "): %zu extents, want %zu", off,
+		      len, n, nwant);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(got[i].offset == want[i].offset && got[i].length == want[i].length,
+			      "purged extent %zu is %" PRIu64 ":%" PRIu64 ", want %" PRIu64
+			      ":%" PRIu64, i, got[i].offset, got[i].length, want[i].offset,
+			      want[i].length);
+}
+
+static void unmark_expect(int fd, uint64_t off, uint64_t len, uint64_t want_bytes,
+			  int want_purged)
+{
+	uint64_t bytes = UINT64_MAX;
+	int purged = -1;
+
+	CHECK(volatilefs_unmark(fd, off, len, &bytes, &purged));
+	ck_assert_msg(bytes == want_bytes && purged == want_purged,
+		      "unmark(%" PRIu64 ", %" PRIu64 "): bytes=%" PRIu64 " purged=%d, want bytes=%"
+		      PRIu64 " purged=%d", off, len, bytes, purged, want_bytes, want_purged);
+}
+
+static int64_t ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&t, &t) != 0 && errno == EINTR)
+		;
+}
+
+/* Whether poll() sees POLLPRI on fd within timeout_ms. */
+static bool pollpri(int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLPRI };
+	int n = CHECK(poll(&p, 1, timeout_ms));
+
+	ck_assert_msg(!(p.revents & (POLLERR | POLLNVAL)), "poll revents 0x%x", p.revents);
+	return n == 1 && (p.revents & POLLPRI);
+}
+
+/* A child process that sleeps delay_ms, then purges path; returns its pid. */
+static pid_t purge_later(const char *path, long delay_ms)
+{
+	pid_t pid = CHECK(fork());
+
+	if (pid == 0) {
+		sleep_ms(delay_ms);
+		_exit(setxattr(path, "user.volatile.purge", "all", 3, 0) == 0 ? 0 : 1);
+	}
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child failed (status 0x%x)", status);
+}
+
+/* A file on a mount with one purged unit: f, 16 KiB, unit 0:16K purged. */
+static int purged_file(void)
+{
+	int fd = make_file("f", 16 * KIB);
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	purge_file("f");
+	return fd;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Fixture                                                                                  */
+
+static void rm_tree_at(int parent, const char *name)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *e;
+
+	if (fd < 0) {
+		unlinkat(parent, name, 0);
+		return;
+	}
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
+			rm_tree_at(dirfd(d), e->d_name);
+		else
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	unlinkat(parent, name, AT_REMOVEDIR);
+	closedir(d);
+}
+
+static void setup(void)
+{
+	int n = snprintf(test_dir, sizeof(test_dir), "%s/t.XXXXXX", run_dir);
+
+	ck_assert(n > 0 && (size_t)n < sizeof(test_dir));
+	ck_assert_msg(mkdtemp(test_dir) != NULL, "mkdtemp(%s): %s", test_dir, errname(errno));
+	CHECK(chdir(test_dir));
+	umask(022);
+}
+
+static void teardown(void)
+{
+	if (chdir(run_dir) == 0)
+		rm_tree_at(AT_FDCWD, test_dir);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* mark                                                                                     */
+
+START_TEST(mark_makes_one_unit_with_default_priority)
+{
+	int fd = make_file("f", 64 * KIB);
+
+	assert_ranges("f", "");
+	CHECK(volatilefs_mark(fd, 0, 64 * KIB, 0));
+	assert_ranges("f", "0:65536 volatile priority=3\n");
+	CHECK(volatilefs_mark(fd, 128 * KIB, 8 * KIB, 0));
+	assert_ranges("f", "0:65536 volatile priority=3\n131072:8192 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_rounds_length_up_to_a_page)
+{
+	int fd = make_file("f", 0);
+
+	CHECK(volatilefs_mark(fd, 4096, 1, 0));
+	CHECK(volatilefs_mark(fd, 16384, 4097, 0));
+	assert_ranges("f", "4096:4096 volatile priority=3\n16384:8192 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_length_zero_is_unbounded_and_follows_growth)
+{
+	int fd = make_file("f", 4 * KIB);
+
+	CHECK(volatilefs_mark(fd, 4096, 0, 0));
+	assert_ranges("f", "4096:0 volatile priority=3\n");
+	write_pat(fd, 4 * KIB, 8 * KIB, 1);
+	/* Grown to 12 KiB: the unit now covers 4K..12K, and a purge takes all of it. */
+	purge_file("f");
+	assert_purged_xattr("f", "4096:8192\n");
+	assert_ranges("f", "4096:0 purged priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_priority_zero_differs_from_no_priority)
+{
+	int fd = make_file("f", 0);
+
+	ck_assert_uint_ne(VOLATILEFS_PRIORITY(0), 0);
+	CHECK(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(0)));
+	CHECK(volatilefs_mark(fd, 8192, 4096, 0));
+	CHECK(volatilefs_mark(fd, 16384, 4096, VOLATILEFS_AGE));
+	CHECK(volatilefs_mark(fd, 24576, 4096, VOLATILEFS_PRIORITY(7)));
+	CHECK(volatilefs_mark(fd, 32768, 4096, VOLATILEFS_PRIORITY(1) | VOLATILEFS_AGE));
+	CHECK(volatilefs_mark(fd, 40960, 4096, VOLATILEFS_PRIORITY(3)));
+	assert_ranges("f", "0:4096 volatile priority=0\n"
+			   "8192:4096 volatile priority=3\n"
+			   "16384:4096 volatile priority=3 age\n"
+			   "24576:4096 volatile priority=7\n"
+			   "32768:4096 volatile priority=1 age\n"
+			   "40960:4096 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_overlapping_units_are_absorbed_into_one)
+{
+	int fd = make_file("f", 0);
+
+	CHECK(volatilefs_mark(fd, 0, 8 * KIB, VOLATILEFS_PRIORITY(1) | VOLATILEFS_AGE));
+	CHECK(volatilefs_mark(fd, 16 * KIB, 8 * KIB, VOLATILEFS_PRIORITY(2)));
+	CHECK(volatilefs_mark(fd, 40 * KIB, 4 * KIB, 0));
+	/* Overlaps the first two (not the third): their union, with this call's flags. */
+	CHECK(volatilefs_mark(fd, 4 * KIB, 16 * KIB, VOLATILEFS_PRIORITY(5)));
+	assert_ranges("f", "0:24576 volatile priority=5\n40960:4096 volatile priority=3\n");
+	/* A range inside a unit: the unit keeps its extent, takes the new flags. */
+	CHECK(volatilefs_mark(fd, 8 * KIB, 4 * KIB, VOLATILEFS_AGE));
+	assert_ranges("f", "0:24576 volatile priority=3 age\n40960:4096 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_touching_units_stay_separate)
+{
+	int fd = make_file("f", 0);
+
+	CHECK(volatilefs_mark(fd, 4096, 4096, 0));
+	CHECK(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(1)));
+	CHECK(volatilefs_mark(fd, 8192, 4096, VOLATILEFS_PRIORITY(2)));
+	assert_ranges("f", "0:4096 volatile priority=1\n"
+			   "4096:4096 volatile priority=3\n"
+			   "8192:4096 volatile priority=2\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_unbounded_absorbs_units_after_it)
+{
+	int fd = make_file("f", 0);
+
+	CHECK(volatilefs_mark(fd, 0, 4096, 0));
+	CHECK(volatilefs_mark(fd, 8192, 4096, 0));
+	CHECK(volatilefs_mark(fd, 1 << 20, 4096, 0));
+	CHECK(volatilefs_mark(fd, 8192, 0, VOLATILEFS_PRIORITY(6)));
+	assert_ranges("f", "0:4096 volatile priority=3\n8192:0 volatile priority=6\n");
+	/* A bounded range overlapping an unbounded unit: the union is unbounded. */
+	CHECK(volatilefs_mark(fd, 4096, 8192, 0));
+	assert_ranges("f", "0:4096 volatile priority=3\n4096:0 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_works_on_write_only_descriptor)
+{
+	int fd = make_file("f", 4096);
+	int wfd = CHECK(open("f", O_WRONLY));
+
+	CHECK(volatilefs_mark(wfd, 0, 4096, 0));
+	assert_ranges("f", "0:4096 volatile priority=3\n");
+	unmark_expect(wfd, 0, 4096, 4096, 0);
+	close(wfd);
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_on_read_only_descriptor_fails_ebadf)
+{
+	int fd = make_file("f", 8192);
+	int rfd = CHECK(open("f", O_RDONLY));
+
+	ASSERT_ERRNO(volatilefs_mark(rfd, 0, 4096, 0), EBADF);
+	assert_ranges("f", "");
+	CHECK(volatilefs_mark(fd, 0, 8192, 0));
+	ASSERT_ERRNO(volatilefs_unmark(rfd, 0, 4096, NULL, NULL), EBADF);
+	assert_ranges("f", "0:8192 volatile priority=3\n");
+	close(rfd);
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_unaligned_offset_fails_einval)
+{
+	int fd = make_file("f", 16384);
+
+	ASSERT_ERRNO(volatilefs_mark(fd, 1, 4096, 0), EINVAL);
+	ASSERT_ERRNO(volatilefs_mark(fd, 4095, 4096, 0), EINVAL);
+	ASSERT_ERRNO(volatilefs_mark(fd, 4097, 0, 0), EINVAL);
+	ASSERT_ERRNO(volatilefs_mark(fd, 2048, 8192, VOLATILEFS_AGE), EINVAL);
+	assert_ranges("f", "");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_past_int64_max_fails_einval)
+{
+	const uint64_t top = (uint64_t)INT64_MAX + 1; /* 2^63, a multiple of 4096 */
+	int fd = make_file("f", 0);
+	char want[128];
+
+	ASSERT_ERRNO(volatilefs_mark(fd, top - 4096, 4096, 0), EINVAL);
+	ASSERT_ERRNO(volatilefs_mark(fd, top - 8192, 4097, 0), EINVAL); /* after rounding */
+	ASSERT_ERRNO(volatilefs_mark(fd, top, 0, 0), EINVAL);
+	ASSERT_ERRNO(volatilefs_mark(fd, top, 4096, 0), EINVAL);
+	ASSERT_ERRNO(volatilefs_mark(fd, 4096, UINT64_MAX, 0), EINVAL);
+	ASSERT_ERRNO(volatilefs_mark(fd, 4096, (uint64_t)INT64_MAX, 0), EINVAL);
+	ASSERT_ERRNO(volatilefs_mark(fd, UINT64_MAX - 4095, 4096, 0), EINVAL);
+	assert_ranges("f", "");
+	/* The last page below 2^63 can still be named. */
+	CHECK(volatilefs_mark(fd, top - 8192, 4096, 0));
+	snprintf(want, sizeof(want), "%" PRIu64 ":4096 volatile priority=3\n", top - 8192);
+	assert_ranges("f", want);
+	unmark_expect(fd, top - 8192, 4096, 4096, 0);
+	assert_ranges("f", "");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_priority_8_to_15_fails_einval)
+{
+	int fd = make_file("f", 0);
+
+	for (unsigned p = 8; p < 16; p++)
+		ASSERT_ERRNO(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(p)), EINVAL);
+	ASSERT_ERRNO(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(9) | VOLATILEFS_AGE),
+		     EINVAL);
+	assert_ranges("f", "");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_unknown_flag_bits_fail_einval)
+{
+	static const unsigned bad[] = { 0x2, 0x4, 0x8, 0x200, 0x400, 0x10000, 0x80000000u };
+	int fd = make_file("f", 0);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_ERRNO(volatilefs_mark(fd, 0, 4096, bad[i]), EINVAL);
+		ASSERT_ERRNO(volatilefs_mark(fd, 0, 4096, bad[i] | VOLATILEFS_PRIORITY(1)),
+			     EINVAL);
+	}
+	assert_ranges("f", "");
+	close(fd);
+}
+END_TEST
+
+/* Priority bits without VOLATILEFS_PRIORITY's "a priority is present" bit are malformed, not
+ * a silent priority 3: a caller who wrote (1 << 4) for priority 1 learns of it. */
+START_TEST(mark_priority_bits_without_priority_flag_fail_einval)
+{
+	int fd = make_file("f", 0);
+
+	for (unsigned p = 1; p < 16; p++)
+		ASSERT_ERRNO(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(p) & ~0x100u),
+			     EINVAL);
+	assert_ranges("f", "");
+	close(fd);
+}
+END_TEST
+
+START_TEST(mark_on_directory_fails_eisdir)
+{
+	int dfd;
+
+	CHECK(mkdir("d", 0755));
+	dfd = CHECK(open("d", O_RDONLY | O_DIRECTORY));
+	ASSERT_ERRNO(volatilefs_mark(dfd, 0, 4096, 0), EISDIR);
+	ASSERT_ERRNO(volatilefs_unmark(dfd, 0, 4096, NULL, NULL), EISDIR);
+	ASSERT_ERRNO(volatilefs_purged(dfd, 0, 0, NULL, 0, NULL), EISDIR);
+	close(dfd);
+}
+END_TEST
+
+START_TEST(calls_off_volatilefs_fail_enotty)
+{
+	char path[] = "/tmp/libvol.XXXXXX";
+	struct volatilefs_extent ext[4];
+	struct statfs sfs;
+	size_t n = 7;
+	uint64_t bytes = 7;
+	int purged = 7, fd = CHECK(mkstemp(path)), nullfd;
+
+	CHECK(unlink(path));
+	CHECK(fstatfs(fd, &sfs));
+	ck_assert_msg(sfs.f_type != FUSE_SUPER_MAGIC, "/tmp is a FUSE mount here");
+	CHECK(ftruncate(fd, 8192));
+	ASSERT_ERRNO(volatilefs_mark(fd, 0, 4096, 0), ENOTTY);
+	ASSERT_ERRNO(volatilefs_unmark(fd, 0, 4096, &bytes, &purged), ENOTTY);
+	ASSERT_ERRNO(volatilefs_purged(fd, 0, 0, ext, 4, &n), ENOTTY);
+	ASSERT_ERRNO(volatilefs_purged(fd, 0, 0, NULL, 0, &n), ENOTTY);
+	/* Whatever the arguments: the kernel refuses the command before anyone looks. */
+	ASSERT_ERRNO(volatilefs_mark(fd, 1, 4096, 0x8000), ENOTTY);
+	ck_assert(bytes == 7 && purged == 7 && n == 7);
+	close(fd);
+
+	nullfd = CHECK(open("/dev/null", O_RDWR));
+	ASSERT_ERRNO(volatilefs_mark(nullfd, 0, 4096, 0), ENOTTY);
+	ASSERT_ERRNO(volatilefs_unmark(nullfd, 0, 4096, NULL, NULL), ENOTTY);
+	close(nullfd);
+}
+END_TEST
+
+START_TEST(calls_on_bad_descriptor_fail_ebadf)
+{
+	ASSERT_ERRNO(volatilefs_mark(-1, 0, 4096, 0), EBADF);
+	ASSERT_ERRNO(volatilefs_unmark(-1, 0, 4096, NULL, NULL), EBADF);
+	ASSERT_ERRNO(volatilefs_purged(-1, 0, 0, NULL, 0, NULL), EBADF);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* unmark                                                                                   */
+
+START_TEST(unmark_whole_unit_reports_its_bytes)
+{
+	int fd = make_file("f", 64 * KIB);
+
+	CHECK(volatilefs_mark(fd, 0, 64 * KIB, 0));
+	unmark_expect(fd, 0, 64 * KIB, 64 * KIB, 0);
+	assert_ranges("f", "");
+	/* Nothing volatile is left: a second unmark reports nothing. */
+	unmark_expect(fd, 0, 64 * KIB, 0, 0);
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_non_volatile_range_reports_zero)
+{
+	int fd = make_file("f", 64 * KIB);
+
+	unmark_expect(fd, 0, 64 * KIB, 0, 0);
+	unmark_expect(fd, 0, 0, 0, 0);
+	CHECK(volatilefs_mark(fd, 0, 8 * KIB, 0));
+	unmark_expect(fd, 16 * KIB, 16 * KIB, 0, 0);
+	assert_ranges("f", "0:8192 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_middle_of_unit_splits_it)
+{
+	int fd = make_file("f", 64 * KIB);
+
+	CHECK(volatilefs_mark(fd, 0, 64 * KIB, VOLATILEFS_PRIORITY(2) | VOLATILEFS_AGE));
+	unmark_expect(fd, 16 * KIB, 16 * KIB, 16 * KIB, 0);
+	assert_ranges("f", "0:16384 volatile priority=2 age\n"
+			   "32768:32768 volatile priority=2 age\n");
+	/* Front and back of the remaining units. */
+	unmark_expect(fd, 0, 4 * KIB, 4 * KIB, 0);
+	unmark_expect(fd, 60 * KIB, 4 * KIB, 4 * KIB, 0);
+	assert_ranges("f", "4096:12288 volatile priority=2 age\n"
+			   "32768:28672 volatile priority=2 age\n");
+	/* The pieces are separate units now: a purge of the file takes both, whole. */
+	purge_file("f");
+	assert_purged_xattr("f", "4096:12288\n32768:28672\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_counts_only_volatile_bytes_of_the_range)
+{
+	int fd = make_file("f", 64 * KIB);
+
+	CHECK(volatilefs_mark(fd, 8 * KIB, 8 * KIB, 0));
+	CHECK(volatilefs_mark(fd, 24 * KIB, 4 * KIB, 0));
+	CHECK(volatilefs_mark(fd, 48 * KIB, 16 * KIB, 0));
+	/* 12K..52K: all of the second unit, the back 4K of the first, the front 4K of the third. */
+	unmark_expect(fd, 12 * KIB, 40 * KIB, 4 * KIB + 4 * KIB + 4 * KIB, 0);
+	assert_ranges("f", "8192:4096 volatile priority=3\n53248:12288 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_rounds_length_up_to_a_page)
+{
+	int fd = make_file("f", 16 * KIB);
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	unmark_expect(fd, 0, 1, 4096, 0);
+	unmark_expect(fd, 8192, 4097, 8192, 0);
+	assert_ranges("f", "4096:4096 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_unbounded_unit_counts_to_file_size_rounded_up)
+{
+	int fd = make_file("f", 10000); /* 3 pages, the last partial */
+
+	CHECK(volatilefs_mark(fd, 0, 0, 0));
+	unmark_expect(fd, 0, 0, 12288, 0);
+	assert_ranges("f", "");
+
+	CHECK(volatilefs_mark(fd, 0, 0, 0));
+	unmark_expect(fd, 4096, 0, 8192, 0);
+	assert_ranges("f", "0:4096 volatile priority=3\n");
+
+	/* Beyond the end of the file, an unbounded unit holds no bytes. */
+	CHECK(volatilefs_mark(fd, 64 * KIB, 0, 0));
+	unmark_expect(fd, 64 * KIB, 4096, 0, 0);
+	assert_ranges("f", "0:4096 volatile priority=3\n69632:0 volatile priority=3\n");
+
+	/* A bounded range cut from an unbounded unit: the part within the file's pages. */
+	CHECK(volatilefs_mark(fd, 0, 0, 0));
+	unmark_expect(fd, 8192, 8192, 4096, 0);
+	assert_ranges("f", "0:8192 volatile priority=3\n16384:0 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_unbounded_unit_of_empty_file_reports_zero)
+{
+	int fd = make_file("f", 0);
+
+	CHECK(volatilefs_mark(fd, 0, 0, 0));
+	unmark_expect(fd, 0, 0, 0, 0);
+	assert_ranges("f", "");
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_bounded_unit_beyond_end_of_file_counts_its_pages)
+{
+	int fd = make_file("f", 0);
+
+	/* Bounded units do not depend on the file's size: their pages are volatile. */
+	CHECK(volatilefs_mark(fd, 0, 64 * KIB, 0));
+	unmark_expect(fd, 0, 0, 64 * KIB, 0);
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_accepts_null_pointers)
+{
+	int fd = make_file("f", 16 * KIB);
+	uint64_t bytes = 1;
+	int purged = 1;
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	CHECK(volatilefs_unmark(fd, 0, 4096, NULL, NULL));
+	CHECK(volatilefs_unmark(fd, 4096, 4096, &bytes, NULL));
+	ck_assert_uint_eq(bytes, 4096);
+	CHECK(volatilefs_unmark(fd, 8192, 4096, NULL, &purged));
+	ck_assert_int_eq(purged, 0);
+	assert_ranges("f", "12288:4096 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_reports_purged_only_for_ranges_touching_the_purged_set)
+{
+	int fd = make_file("f", 32 * KIB);
+
+	CHECK(volatilefs_mark(fd, 8 * KIB, 8 * KIB, 0));
+	CHECK(volatilefs_mark(fd, 24 * KIB, 8 * KIB, 0));
+	purge_file("f");
+	assert_ranges("f", "8192:8192 purged priority=3\n24576:8192 purged priority=3\n");
+	unmark_expect(fd, 0, 8 * KIB, 0, 0);      /* before the purged bytes */
+	unmark_expect(fd, 16 * KIB, 8 * KIB, 0, 0); /* between them */
+	unmark_expect(fd, 4 * KIB, 8 * KIB, 4 * KIB, 1);
+	/* The purged set outlives the unmark: asking again still says purged. */
+	unmark_expect(fd, 8 * KIB, 8 * KIB, 4 * KIB, 1);
+	unmark_expect(fd, 8 * KIB, 8 * KIB, 0, 1);
+	unmark_expect(fd, 0, 0, 8 * KIB, 1);
+	assert_ranges("f", "");
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_purged_counts_only_bytes_within_file_size)
+{
+	int fd = make_file("f", 16 * KIB);
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	purge_file("f");
+	/* Truncating removes purged bytes at and beyond the new size. */
+	CHECK(ftruncate(fd, 4096));
+	assert_purged_xattr("f", "0:4096\n");
+	assert_ranges("f", "0:4096 purged priority=3\n");
+	unmark_expect(fd, 4096, 0, 0, 0);
+	unmark_expect(fd, 0, 4096, 4096, 1);
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_unaligned_or_overflowing_range_fails_einval)
+{
+	const uint64_t top = (uint64_t)INT64_MAX + 1;
+	int fd = make_file("f", 16 * KIB);
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	ASSERT_ERRNO(volatilefs_unmark(fd, 1, 4096, NULL, NULL), EINVAL);
+	ASSERT_ERRNO(volatilefs_unmark(fd, 6144, 4096, NULL, NULL), EINVAL);
+	ASSERT_ERRNO(volatilefs_unmark(fd, 0, UINT64_MAX, NULL, NULL), EINVAL);
+	ASSERT_ERRNO(volatilefs_unmark(fd, top - 4096, 4096, NULL, NULL), EINVAL);
+	ASSERT_ERRNO(volatilefs_unmark(fd, top, 0, NULL, NULL), EINVAL);
+	assert_ranges("f", "0:16384 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(unmark_failure_leaves_outputs_alone)
+{
+	int fd = make_file("f", 16 * KIB);
+	uint64_t bytes = 42;
+	int purged = 42;
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	ASSERT_ERRNO(volatilefs_unmark(fd, 1, 4096, &bytes, &purged), EINVAL);
+	ck_assert_uint_eq(bytes, 42);
+	ck_assert_int_eq(purged, 42);
+	close(fd);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* purge: what a purge does to the file, seen through the library                          */
+
+START_TEST(purge_discards_whole_unit_and_keeps_it_volatile)
+{
+	int fd = make_file("f", 64 * KIB);
+
+	CHECK(volatilefs_mark(fd, 16 * KIB, 32 * KIB, VOLATILEFS_PRIORITY(4)));
+	purge_file("f");
+	assert_ranges("f", "16384:32768 purged priority=4\n");
+	assert_purged_xattr("f", "16384:32768\n");
+	{
+		const struct volatilefs_extent want[] = { { 16384, 32768 } };
+
+		assert_extents(fd, 0, 0, want, 1);
+	}
+	/* Non-volatile data is never purged. */
+	assert_file_pat(fd, 0, 16 * KIB, 1);
+	assert_file_zero(fd, 16 * KIB, 32 * KIB);
+	assert_file_pat(fd, 48 * KIB, 16 * KIB, 1);
+	ck_assert_int_eq(lseek(fd, 0, SEEK_END), 64 * KIB);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purge_adds_only_bytes_within_file_size)
+{
+	int fd = make_file("f", 10000);
+
+	CHECK(volatilefs_mark(fd, 0, 64 * KIB, 0));
+	purge_file("f");
+	assert_purged_xattr("f", "0:10000\n");
+	{
+		const struct volatilefs_extent want[] = { { 0, 10000 } };
+
+		assert_extents(fd, 0, 0, want, 1);
+	}
+	unmark_expect(fd, 0, 0, 64 * KIB, 1);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purge_frees_the_unit_memory)
+{
+	int fd = make_file("f", 64 * KIB);
+	struct stat st;
+
+	CHECK(fstat(fd, &st));
+	ck_assert_int_eq(st.st_blocks, 128);
+	CHECK(volatilefs_mark(fd, 0, 32 * KIB, 0));
+	purge_file("f");
+	ck_assert_uint_eq(purged_count(fd), 1);
+	CHECK(stat("f", &st));
+	ck_assert_int_eq(st.st_blocks, 64);
+	ck_assert_int_eq(st.st_size, 64 * KIB);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purged_data_reads_back_as_zeros_after_caching)
+{
+	int fd = make_file("f", 64 * KIB);
+	int rfd = CHECK(open("f", O_RDONLY));
+
+	CHECK(volatilefs_mark(fd, 0, 32 * KIB, 0));
+	/* Into the page cache through both descriptors. */
+	assert_file_pat(fd, 0, 64 * KIB, 1);
+	assert_file_pat(rfd, 0, 64 * KIB, 1);
+	purge_file("f");
+	ck_assert_uint_eq(purged_count(fd), 1);
+	assert_file_zero(fd, 0, 32 * KIB);
+	assert_file_zero(rfd, 0, 32 * KIB);
+	assert_file_pat(rfd, 32 * KIB, 32 * KIB, 1);
+	close(rfd);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purged_data_reads_as_zeros_through_existing_shared_mapping)
+{
+	int fd = make_file("f", 64 * KIB);
+	uint8_t *map = mmap(NULL, 64 * KIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	ck_assert_msg(map != MAP_FAILED, "mmap: %s", errname(errno));
+	assert_pat(map, 64 * KIB, 0, 1);
+	CHECK(volatilefs_mark(fd, 16 * KIB, 16 * KIB, 0));
+	purge_file("f");
+	ck_assert_uint_eq(purged_count(fd), 1);
+	assert_pat(map, 16 * KIB, 0, 1);
+	assert_zero(map + 16 * KIB, 16 * KIB, 16 * KIB);
+	assert_pat(map + 32 * KIB, 32 * KIB, 32 * KIB, 1);
+	/* A new mapping agrees. */
+	{
+		uint8_t *m2 = mmap(NULL, 64 * KIB, PROT_READ, MAP_SHARED, fd, 0);
+
+		ck_assert_msg(m2 != MAP_FAILED, "mmap: %s", errname(errno));
+		assert_zero(m2 + 16 * KIB, 16 * KIB, 16 * KIB);
+		munmap(m2, 64 * KIB);
+	}
+	munmap(map, 64 * KIB);
+	close(fd);
+}
+END_TEST
+
+START_TEST(write_into_purged_range_removes_exactly_those_bytes)
+{
+	int fd = purged_file();
+
+	write_pat(fd, 5000, 100, 2);
+	assert_purged_xattr("f", "0:5000\n5100:11284\n");
+	{
+		const struct volatilefs_extent want[] = { { 0, 5000 }, { 5100, 11284 } };
+
+		assert_extents(fd, 0, 0, want, 2);
+	}
+	assert_file_zero(fd, 0, 5000);
+	assert_file_pat(fd, 5000, 100, 2);
+	assert_file_zero(fd, 5100, 16 * KIB - 5100);
+	/* Write policy keep: the unit stays volatile. */
+	assert_ranges("f", "0:16384 purged priority=3\n");
+	write_pat(fd, 0, 5000, 3);
+	write_pat(fd, 5100, 16 * KIB - 5100, 3);
+	assert_purged_xattr("f", "");
+	assert_ranges("f", "0:16384 volatile priority=3\n");
+	unmark_expect(fd, 0, 0, 16 * KIB, 0);
+	close(fd);
+}
+END_TEST
+
+START_TEST(write_through_mapping_into_purged_page_removes_its_bytes)
+{
+	int fd = purged_file();
+	uint8_t *map;
+
+	ck_assert_uint_eq(purged_count(fd), 1);
+	map = mmap(NULL, 16 * KIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_msg(map != MAP_FAILED, "mmap: %s", errname(errno));
+	memset(map + 4096, 0xab, 4096);
+	CHECK(msync(map, 16 * KIB, MS_SYNC));
+	assert_purged_xattr("f", "0:4096\n8192:8192\n");
+	munmap(map, 16 * KIB);
+	close(fd);
+}
+END_TEST
+
+START_TEST(truncate_cuts_bounded_units_and_drops_those_beyond)
+{
+	int fd = make_file("f", 64 * KIB);
+
+	CHECK(volatilefs_mark(fd, 0, 8 * KIB, 0));
+	CHECK(volatilefs_mark(fd, 16 * KIB, 16 * KIB, 0));
+	CHECK(volatilefs_mark(fd, 48 * KIB, 8 * KIB, 0));
+	CHECK(volatilefs_mark(fd, 56 * KIB, 0, 0));
+	/* 20000 rounded up to a page is 20480: the second unit is cut to 16K..20K. */
+	CHECK(ftruncate(fd, 20000));
+	assert_ranges("f", "0:8192 volatile priority=3\n"
+			   "16384:4096 volatile priority=3\n"
+			   "57344:0 volatile priority=3\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(punch_hole_removes_punched_bytes_from_purged_set)
+{
+	int fd = purged_file();
+
+	CHECK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 1000, 3000));
+	assert_purged_xattr("f", "0:1000\n4000:12384\n");
+	close(fd);
+}
+END_TEST
+
+START_TEST(forgetting_purged_set_empties_it)
+{
+	int fd = purged_file();
+
+	ck_assert_uint_eq(purged_count(fd), 1);
+	CHECK(removexattr("f", "user.volatile.purged"));
+	ck_assert_uint_eq(purged_count(fd), 0);
+	assert_purged_xattr("f", "");
+	assert_ranges("f", "0:16384 volatile priority=3\n");
+	unmark_expect(fd, 0, 0, 16 * KIB, 0);
+	close(fd);
+}
+END_TEST
+
+/* Purge order: lowest priority first; in a priority, aged units, then least recently used. */
+START_TEST(purge_by_size_takes_units_in_purge_order)
+{
+	static const char *const want[] = {
+		"24576:4096\n",
+		"16384:4096\n24576:4096\n",
+		"16384:4096\n24576:4096\n32768:4096\n",
+		"8192:4096\n16384:4096\n24576:4096\n32768:4096\n",
+		"0:4096\n8192:4096\n16384:4096\n24576:4096\n32768:4096\n",
+	};
+	int fd;
+
+	/* Units left by earlier tests (unlinked, maybe not forgotten yet) hold no memory after
+	 * this, so they are not candidates any more. */
+	CHECK(setxattr(mount_dir, "user.volatile.purge", "all", 3, 0));
+	fd = make_file("f", 40 * KIB);
+	CHECK(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(4)));                        /* A */
+	CHECK(volatilefs_mark(fd, 8192, 4096, VOLATILEFS_PRIORITY(1)));                     /* B */
+	CHECK(volatilefs_mark(fd, 16384, 4096, VOLATILEFS_PRIORITY(1) | VOLATILEFS_AGE));   /* C */
+	CHECK(volatilefs_mark(fd, 24576, 4096, VOLATILEFS_PRIORITY(0)));                    /* D */
+	CHECK(volatilefs_mark(fd, 32768, 4096, VOLATILEFS_PRIORITY(1)));                    /* E */
+	write_pat(fd, 8192, 100, 2); /* B becomes more recently used than E */
+	/* Expected order: D (priority 0), C (aged), E (least recently used), B, A. */
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		CHECK(setxattr(mount_dir, "user.volatile.purge", "4096", 4, 0));
+		assert_purged_xattr("f", want[i]);
+	}
+	close(fd);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* purged: listing the purged set                                                           */
+
+START_TEST(purged_lists_extents_clipped_to_the_range)
+{
+	int fd = make_file("f", 64 * KIB);
+	const struct volatilefs_extent all[] = { { 8192, 8192 }, { 32768, 16384 } };
+	const struct volatilefs_extent mid[] = { { 12000, 4384 }, { 32768, 7232 } };
+	const struct volatilefs_extent tail[] = { { 40000, 9152 } };
+	const struct volatilefs_extent inside[] = { { 33000, 100 } };
+
+	CHECK(volatilefs_mark(fd, 8192, 8192, 0));
+	CHECK(volatilefs_mark(fd, 32768, 16384, 0));
+	purge_file("f");
+	assert_extents(fd, 0, 0, all, 2);
+	assert_extents(fd, 0, 64 * KIB, all, 2);
+	assert_extents(fd, 0, UINT64_MAX, all, 2); /* an end past 2^64: to the end */
+	assert_extents(fd, 12000, 28000, mid, 2);
+	assert_extents(fd, 40000, 0, tail, 1);
+	assert_extents(fd, 33000, 100, inside, 1);
+	assert_extents(fd, 16384, 16384, NULL, 0); /* the gap, touching both */
+	assert_extents(fd, 64 * KIB, 0, NULL, 0);
+	assert_extents(fd, UINT64_MAX, 1, NULL, 0);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purged_with_max_zero_only_counts)
+{
+	int fd = make_file("f", 64 * KIB);
+	struct volatilefs_extent guard = { 77, 77 };
+	size_t n = 0;
+
+	CHECK(volatilefs_mark(fd, 0, 4096, 0));
+	CHECK(volatilefs_mark(fd, 8192, 4096, 0));
+	CHECK(volatilefs_mark(fd, 16384, 4096, 0));
+	purge_file("f");
+	CHECK(volatilefs_purged(fd, 0, 0, NULL, 0, &n));
+	ck_assert_uint_eq(n, 3);
+	CHECK(volatilefs_purged(fd, 0, 0, &guard, 0, &n));
+	ck_assert_uint_eq(n, 3);
+	ck_assert(guard.offset == 77 && guard.length == 77);
+	CHECK(volatilefs_purged(fd, 4096, 8192, NULL, 0, &n));
+	ck_assert_uint_eq(n, 1);
+	CHECK(volatilefs_purged(fd, 0, 0, NULL, 0, NULL));
+	close(fd);
+}
+END_TEST
+
+START_TEST(purged_with_small_max_stores_max_and_counts_all)
+{
+	int fd = make_file("f", 64 * KIB);
+	struct volatilefs_extent out[3] = { { 0, 0 }, { 0, 0 }, { 77, 77 } };
+	size_t n = 0;
+
+	for (uint64_t off = 0; off < 40 * KIB; off += 8 * KIB)
+		CHECK(volatilefs_mark(fd, off, 4096, 0));
+	purge_file("f");
+	CHECK(volatilefs_purged(fd, 0, 0, out, 2, &n));
+	ck_assert_uint_eq(n, 5);
+	ck_assert(out[0].offset == 0 && out[0].length == 4096);
+	ck_assert(out[1].offset == 8192 && out[1].length == 4096);
+	ck_assert(out[2].offset == 77 && out[2].length == 77);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purged_with_null_buffer_and_max_fails)
+{
+	int fd = purged_file();
+	size_t n = 42;
+
+	ASSERT_ERRNO(volatilefs_purged(fd, 0, 0, NULL, 1, &n), EFAULT);
+	ck_assert_uint_eq(n, 42);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purged_works_on_read_only_descriptor)
+{
+	int fd = purged_file();
+	int rfd = CHECK(open("f", O_RDONLY));
+	const struct volatilefs_extent want[] = { { 0, 16384 } };
+
+	assert_extents(rfd, 0, 0, want, 1);
+	close(rfd);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purged_of_clean_file_is_empty)
+{
+	int fd = make_file("f", 64 * KIB);
+	struct volatilefs_extent out[2] = { { 77, 77 }, { 77, 77 } };
+	size_t n = 42;
+
+	CHECK(volatilefs_purged(fd, 0, 0, out, 2, &n));
+	ck_assert_uint_eq(n, 0);
+	ck_assert(out[0].offset == 77 && out[0].length == 77);
+	CHECK(volatilefs_mark(fd, 0, 0, 0));
+	CHECK(volatilefs_purged(fd, 0, 0, out, 2, &n));
+	ck_assert_uint_eq(n, 0);
+	close(fd);
+}
+END_TEST
+
+/*
+ * More extents than one ioctl answer holds (VOLATILEFS_PURGED_BATCH): NUNITS separate 4 KiB
+ * units with 4 KiB gaps, all purged.  Extent i is [i * 8192, i * 8192 + 4096).
+ */
+#define NUNITS 300
+
+static int many_purged_extents(void)
+{
+	int fd = make_file("f", NUNITS * 8 * KIB);
+
+	for (uint64_t i = 0; i < NUNITS; i++)
+		CHECK(volatilefs_mark(fd, i * 8192, 4096, 0));
+	purge_file("f");
+	return fd;
+}
+
+/* Asserts out[0..n) are the extents of many_purged_extents() from first, clipped to
+ * [lo, hi). */
+static void assert_many(const struct volatilefs_extent *out, size_t n, uint64_t first,
+			uint64_t lo, uint64_t hi)
+{
+	for (size_t k = 0; k < n; k++) {
+		uint64_t s = (first + k) * 8192, e = s + 4096;
+
+		s = s < lo ? lo : s;
+		e = e > hi ? hi : e;
+		ck_assert_msg(out[k].offset == s && out[k].length == e - s,
+			      "extent %zu is %" PRIu64 ":%" PRIu64 ", want %" PRIu64 ":%" PRIu64,
+			      k, out[k].offset, out[k].length, s, e - s);
+	}
+}
+
+START_TEST(purged_pages_through_more_than_one_batch)
+{
+	static const size_t maxes[] = { 1, 127, 128, 129, 200, 255, 256, 257, 299, 300, 301, 1000 };
+	struct volatilefs_extent *out = xmalloc(1001 * sizeof(*out));
+	int fd = many_purged_extents();
+	char *text = xattr_str("f", "user.volatile.purged");
+	size_t lines = 0;
+
+	ck_assert_int_gt(NUNITS, 2 * VOLATILEFS_PURGED_BATCH);
+	for (const char *p = text; *p; p++)
+		lines += *p == '\n';
+	ck_assert_uint_eq(lines, NUNITS);
+	free(text);
+
+	for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+		size_t max = maxes[m], n = 0, want = max < NUNITS ? max : NUNITS;
+
+		for (size_t k = 0; k <= max; k++)
+			out[k] = (struct volatilefs_extent){ 77, 77 };
+		CHECK(volatilefs_purged(fd, 0, 0, out, max, &n));
+		ck_assert_uint_eq(n, NUNITS);
+		assert_many(out, want, 0, 0, UINT64_MAX);
+		/* Nothing stored past what was asked or what exists. */
+		ck_assert_msg(out[want].offset == 77 && out[want].length == 77,
+			      "max %zu: out[%zu] was written", max, want);
+	}
+	free(out);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purged_pages_through_a_bounded_range_with_clipped_ends)
+{
+	struct volatilefs_extent *out = xmalloc(NUNITS * sizeof(*out));
+	int fd = many_purged_extents();
+	/* From inside extent 10 to inside extent 250: 241 extents, both ends clipped. */
+	uint64_t lo = 10 * 8192 + 100, hi = 250 * 8192 + 1000;
+	size_t n = 0;
+
+	CHECK(volatilefs_purged(fd, lo, hi - lo, out, NUNITS, &n));
+	ck_assert_uint_eq(n, 241);
+	assert_many(out, 241, 10, lo, hi);
+
+	/* The same through an unbounded range from lo: 290 extents. */
+	CHECK(volatilefs_purged(fd, lo, 0, out, NUNITS, &n));
+	ck_assert_uint_eq(n, 290);
+	assert_many(out, 290, 10, lo, UINT64_MAX);
+
+	/* A range that starts in a gap and ends in a gap. */
+	lo = 5 * 8192 + 5000;
+	hi = 200 * 8192 + 6000;
+	CHECK(volatilefs_purged(fd, lo, hi - lo, out, 150, &n));
+	ck_assert_uint_eq(n, 195);
+	assert_many(out, 150, 6, lo, hi);
+	free(out);
+	close(fd);
+}
+END_TEST
+
+START_TEST(purged_pages_after_writes_split_extents)
+{
+	struct volatilefs_extent *out = xmalloc(2 * NUNITS * sizeof(*out));
+	int fd = many_purged_extents();
+	size_t n = 0;
+
+	/* One byte written in the middle of every extent splits it in two. */
+	for (uint64_t i = 0; i < NUNITS; i++)
+		CHECK(pwrite(fd, "x", 1, (off_t)(i * 8192 + 2048)));
+	CHECK(volatilefs_purged(fd, 0, 0, out, 2 * NUNITS, &n));
+	ck_assert_uint_eq(n, 2 * NUNITS);
+	for (size_t k = 0; k < 2 * NUNITS; k++) {
+		uint64_t base = (k / 2) * 8192;
+		uint64_t s = k % 2 ? base + 2049 : base, len = k % 2 ? 2047 : 2048;
+
+		ck_assert_msg(out[k].offset == s && out[k].length == len,
+			      "extent %zu is %" PRIu64 ":%" PRIu64 ", want %" PRIu64 ":%" PRIu64,
+			      k, out[k].offset, out[k].length, s, len);
+	}
+	free(out);
+	close(fd);
+}
+END_TEST
+
+/*
+ * Batches are separate requests: while another process keeps rewriting and purging, every
+ * listing must still be one the set could have held (sorted, disjoint, whole units; the
+ * writes and purges here only ever remove or add whole 4 KiB units), with min(count, max)
+ * entries stored, or fail with EAGAIN when the set kept changing.
+ */
+START_TEST(purged_paging_stays_consistent_under_concurrent_purges)
+{
+	enum { MAXMAX = 2 * VOLATILEFS_PURGED_BATCH + 50 };
+	struct volatilefs_extent *out = xmalloc((MAXMAX + 1) * sizeof(*out));
+	int fd = many_purged_extents();
+	struct timespec t0;
+	unsigned listings = 0, eagain = 0;
+	pid_t pid = CHECK(fork());
+
+	if (pid == 0) {
+		struct timespec c0;
+		uint8_t page[4096];
+		unsigned i = 0;
+
+		memset(page, 0x5a, sizeof(page));
+		clock_gettime(CLOCK_MONOTONIC, &c0);
+		while (ms_since(&c0) < 1500) {
+			/* Regenerate some units, purge them all again now and then. */
+			if (pwrite(fd, page, sizeof(page), (off_t)((i * 37 % NUNITS) * 8192)) != 4096)
+				_exit(1);
+			if (++i % 50 == 0 &&
+			    setxattr("f", "user.volatile.purge", "all", 3, 0) != 0)
+				_exit(2);
+		}
+		_exit(0);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (ms_since(&t0) < 1500) {
+		size_t max = VOLATILEFS_PURGED_BATCH + 1 + listings % (MAXMAX - VOLATILEFS_PURGED_BATCH),
+		       n = 0, want;
+
+		out[max].offset = 77;
+		if (volatilefs_purged(fd, 0, 0, out, max, &n) != 0) {
+			ck_assert_msg(errno == EAGAIN, "volatilefs_purged: %s", errname(errno));
+			eagain++;
+			continue;
+		}
+		listings++;
+		ck_assert_uint_le(n, NUNITS);
+		want = n < max ? n : max;
+		for (size_t k = 0; k < want; k++) {
+			ck_assert_msg(out[k].offset % 8192 == 0 && out[k].length == 4096,
+				      "extent %zu is %" PRIu64 ":%" PRIu64 ", not a whole unit", k,
+				      out[k].offset, out[k].length);
+			ck_assert_msg(k == 0 || out[k].offset > out[k - 1].offset,
+				      "extent %zu out of order", k);
+		}
+		ck_assert_uint_eq(out[max].offset, 77);
+	}
+	reap(pid);
+	ck_assert_uint_gt(listings, 0);
+	free(out);
+	close(fd);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* poll and epoll: POLLPRI while the purged set is not empty                                */
+
+START_TEST(poll_reports_no_pollpri_before_a_purge)
+{
+	int fd = make_file("f", 16 * KIB);
+	struct pollfd p = { .fd = fd, .events = POLLIN | POLLOUT | POLLPRI };
+
+	ck_assert(!pollpri(fd, 0));
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	ck_assert(!pollpri(fd, 0));
+	ck_assert(!pollpri(fd, 100));
+	/* The file is readable and writable as ever. */
+	ck_assert_int_eq(CHECK(poll(&p, 1, 0)), 1);
+	ck_assert_int_eq(p.revents & (POLLIN | POLLOUT | POLLPRI), POLLIN | POLLOUT);
+	close(fd);
+}
+END_TEST
+
+START_TEST(poll_reports_pollpri_right_after_a_purge_by_another_process)
+{
+	int fd = make_file("f", 16 * KIB);
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	ck_assert(!pollpri(fd, 0));
+	reap(purge_later("f", 0));
+	ck_assert(pollpri(fd, 0));
+	/* Level-triggered: it stays until the purged set is emptied. */
+	ck_assert(pollpri(fd, 0));
+	close(fd);
+}
+END_TEST
+
+START_TEST(sleeping_poll_wakes_on_a_purge_by_another_process)
+{
+	int fd = make_file("f", 16 * KIB);
+	struct timespec t0;
+	pid_t pid;
+	bool pri;
+	int64_t ms;
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = purge_later("f", PURGE_DELAY_MS);
+	pri = pollpri(fd, 5000);
+	ms = ms_since(&t0);
+	reap(pid);
+	ck_assert_msg(pri, "no POLLPRI after %lld ms", (long long)ms);
+	ck_assert_msg(ms >= PURGE_DELAY_MS - 50, "woke after %lld ms, before the purge",
+		      (long long)ms);
+	ck_assert_msg(ms < PURGE_DELAY_MS + WAKE_LIMIT_MS, "woke only after %lld ms",
+		      (long long)ms);
+	close(fd);
+}
+END_TEST
+
+static void *purge_thread(void *arg)
+{
+	sleep_ms(PURGE_DELAY_MS);
+	return (void *)(intptr_t)setxattr(arg, "user.volatile.purge", "all", 3, 0);
+}
+
+START_TEST(sleeping_poll_wakes_on_a_purge_by_another_thread)
+{
+	int fd = make_file("f", 16 * KIB);
+	struct timespec t0;
+	pthread_t th;
+	void *ret;
+	bool pri;
+	int64_t ms;
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, VOLATILEFS_PRIORITY(0)));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(pthread_create(&th, NULL, purge_thread, "f"), 0);
+	pri = pollpri(fd, 5000);
+	ms = ms_since(&t0);
+	ck_assert_int_eq(pthread_join(th, &ret), 0);
+	ck_assert_ptr_null(ret);
+	ck_assert_msg(pri && ms < PURGE_DELAY_MS + WAKE_LIMIT_MS, "POLLPRI %d after %lld ms",
+		      pri, (long long)ms);
+	close(fd);
+}
+END_TEST
+
+START_TEST(sleeping_poll_wakes_on_a_purge_of_the_whole_mount)
+{
+	int fd = make_file("f", 16 * KIB);
+	struct timespec t0;
+	pid_t pid;
+	bool pri;
+	int64_t ms;
+
+	/* A purge of the whole mount (the root's user.volatile.purge), not of this file. */
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = CHECK(fork());
+	if (pid == 0) {
+		sleep_ms(PURGE_DELAY_MS);
+		_exit(setxattr(mount_dir, "user.volatile.purge", "all", 3, 0) == 0 ? 0 : 1);
+	}
+	pri = pollpri(fd, 5000);
+	ms = ms_since(&t0);
+	reap(pid);
+	ck_assert_msg(pri && ms < PURGE_DELAY_MS + WAKE_LIMIT_MS, "POLLPRI %d after %lld ms",
+		      pri, (long long)ms);
+	assert_purged_xattr("f", "0:16384\n");
+	close(fd);
+}
+END_TEST
+
+struct poller {
+	int fd;
+	bool pri;
+	int64_t ms;
+	struct timespec t0;
+};
+
+static void *poll_thread(void *arg)
+{
+	struct poller *p = arg;
+	struct pollfd pfd = { .fd = p->fd, .events = POLLPRI };
+
+	p->pri = poll(&pfd, 1, 5000) == 1 && (pfd.revents & POLLPRI);
+	p->ms = ms_since(&p->t0);
+	return NULL;
+}
+
+START_TEST(sleeping_polls_on_two_descriptors_both_wake)
+{
+	int fd = make_file("f", 16 * KIB);
+	struct poller p[2] = { { .fd = fd }, { .fd = CHECK(open("f", O_RDONLY)) } };
+	pthread_t th[2];
+	pid_t pid;
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	/* One after the other, so that both are asleep in poll() before the purge. */
+	for (int i = 0; i < 2; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &p[i].t0);
+		ck_assert_int_eq(pthread_create(&th[i], NULL, poll_thread, &p[i]), 0);
+		sleep_ms(100);
+	}
+	pid = purge_later("f", PURGE_DELAY_MS);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+	reap(pid);
+	for (int i = 0; i < 2; i++)
+		ck_assert_msg(p[i].pri && p[i].ms < 200 + PURGE_DELAY_MS + WAKE_LIMIT_MS,
+			      "descriptor %d: POLLPRI %d after %lld ms", i, p[i].pri,
+			      (long long)p[i].ms);
+	close(p[1].fd);
+	close(fd);
+}
+END_TEST
+
+START_TEST(sleeping_poll_wakes_again_on_a_later_purge)
+{
+	int fd = make_file("f", 16 * KIB);
+	struct timespec t0;
+	pid_t pid;
+	bool pri;
+	int64_t ms;
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	purge_file("f");
+	ck_assert(pollpri(fd, 0));
+	/* Regenerate: rewrite the unit, which empties the purged set. */
+	write_pat(fd, 0, 16 * KIB, 2);
+	ck_assert_uint_eq(purged_count(fd), 0);
+	ck_assert(!pollpri(fd, 0));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = purge_later("f", PURGE_DELAY_MS);
+	pri = pollpri(fd, 5000);
+	ms = ms_since(&t0);
+	reap(pid);
+	ck_assert_msg(pri && ms < PURGE_DELAY_MS + WAKE_LIMIT_MS, "POLLPRI %d after %lld ms",
+		      pri, (long long)ms);
+	close(fd);
+}
+END_TEST
+
+START_TEST(epoll_reports_pollpri_and_wakes_on_a_purge)
+{
+	int fd = make_file("f", 16 * KIB);
+	int ep = CHECK(epoll_create1(EPOLL_CLOEXEC));
+	struct epoll_event ev = { .events = EPOLLPRI, .data.u64 = 42 }, got;
+	struct timespec t0;
+	pid_t pid;
+	int n;
+	int64_t ms;
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+	ck_assert_int_eq(CHECK(epoll_wait(ep, &got, 1, 0)), 0);
+	ck_assert_int_eq(CHECK(epoll_wait(ep, &got, 1, 100)), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = purge_later("f", PURGE_DELAY_MS);
+	n = CHECK(epoll_wait(ep, &got, 1, 5000));
+	ms = ms_since(&t0);
+	reap(pid);
+	ck_assert_msg(n == 1, "epoll_wait: nothing after %lld ms", (long long)ms);
+	ck_assert_uint_eq(got.data.u64, 42);
+	ck_assert(got.events & EPOLLPRI);
+	ck_assert_msg(ms < PURGE_DELAY_MS + WAKE_LIMIT_MS, "woke only after %lld ms",
+		      (long long)ms);
+	/* Level-triggered: reported again, until the purged set is emptied. */
+	ck_assert_int_eq(CHECK(epoll_wait(ep, &got, 1, 0)), 1);
+	CHECK(removexattr("f", "user.volatile.purged"));
+	ck_assert_int_eq(CHECK(epoll_wait(ep, &got, 1, 0)), 0);
+	ck_assert_int_eq(CHECK(epoll_wait(ep, &got, 1, 100)), 0);
+	close(ep);
+	close(fd);
+}
+END_TEST
+
+START_TEST(epoll_added_after_a_purge_reports_pollpri_at_once)
+{
+	int fd = purged_file();
+	int ep = CHECK(epoll_create1(EPOLL_CLOEXEC));
+	struct epoll_event ev = { .events = EPOLLPRI }, got;
+
+	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+	ck_assert_int_eq(CHECK(epoll_wait(ep, &got, 1, 0)), 1);
+	ck_assert(got.events & EPOLLPRI);
+	close(ep);
+	close(fd);
+}
+END_TEST
+
+START_TEST(forgetting_purged_set_drops_pollpri)
+{
+	int fd = purged_file();
+
+	ck_assert(pollpri(fd, 0));
+	CHECK(removexattr("f", "user.volatile.purged"));
+	ck_assert(!pollpri(fd, 0));
+	ck_assert(!pollpri(fd, 100));
+	close(fd);
+}
+END_TEST
+
+START_TEST(rewriting_purged_bytes_drops_pollpri)
+{
+	int fd = purged_file();
+
+	ck_assert(pollpri(fd, 0));
+	write_pat(fd, 0, 8 * KIB, 2);
+	ck_assert(pollpri(fd, 0)); /* 8K..16K still purged */
+	write_pat(fd, 8 * KIB, 8 * KIB, 2);
+	ck_assert(!pollpri(fd, 0));
+	close(fd);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* purged_read=eio (run with VFS_PURGED_READ=eio on a mount with -o purged_read=eio)        */
+
+START_TEST(purged_read_eio_fails_reads_and_faults_mappings)
+{
+	int fd = make_file("f", 12 * KIB);
+	uint8_t buf[4096];
+	uint8_t *map = mmap(NULL, 12 * KIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	pid_t pid;
+	int status;
+
+	ck_assert_msg(map != MAP_FAILED, "mmap: %s", errname(errno));
+	assert_pat(map, 12 * KIB, 0, 1); /* mapped and cached */
+	assert_file_pat(fd, 0, 12 * KIB, 1);
+	CHECK(volatilefs_mark(fd, 0, 8 * KIB, 0));
+	purge_file("f");
+	ck_assert_uint_eq(purged_count(fd), 1);
+
+	ASSERT_ERRNO(pread(fd, buf, sizeof(buf), 0), EIO);
+	ASSERT_ERRNO(pread(fd, buf, 100, 5000), EIO);
+	assert_file_pat(fd, 8 * KIB, 4 * KIB, 1); /* not purged */
+	assert_pat(map + 8 * KIB, 4 * KIB, 8 * KIB, 1);
+
+	/* Touching a purged page of the existing mapping: SIGBUS. */
+	pid = CHECK(fork());
+	if (pid == 0) {
+		volatile uint8_t c;
+
+		signal(SIGBUS, SIG_DFL); /* sanitizers catch it otherwise */
+		c = map[4096 + 10];
+
+		(void)c;
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS,
+		      "reading a purged page through the mapping: status 0x%x, want SIGBUS",
+		      status);
+
+	/* Rewritten bytes read back; the rest of the page stays purged. */
+	write_pat(fd, 0, 4096, 2);
+	assert_file_pat(fd, 0, 4096, 2);
+	assert_pat(map, 4096, 0, 2);
+	ASSERT_ERRNO(pread(fd, buf, 1, 4096), EIO);
+	munmap(map, 12 * KIB);
+	close(fd);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+
+static TCase *tcase(Suite *s, const char *name)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, TIMEOUT_SECONDS);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
+static Suite *libvol_suite(bool eio)
+{
+	Suite *s = suite_create("libvol");
+	TCase *tc;
+
+	if (eio) {
+		tc = tcase(s, "eio");
+		tcase_add_test(tc, purged_read_eio_fails_reads_and_faults_mappings);
+		return s;
+	}
+
+	tc = tcase(s, "mark");
+	tcase_add_test(tc, mark_makes_one_unit_with_default_priority);
+	tcase_add_test(tc, mark_rounds_length_up_to_a_page);
+	tcase_add_test(tc, mark_length_zero_is_unbounded_and_follows_growth);
+	tcase_add_test(tc, mark_priority_zero_differs_from_no_priority);
+	tcase_add_test(tc, mark_overlapping_units_are_absorbed_into_one);
+	tcase_add_test(tc, mark_touching_units_stay_separate);
+	tcase_add_test(tc, mark_unbounded_absorbs_units_after_it);
+	tcase_add_test(tc, mark_works_on_write_only_descriptor);
+	tcase_add_test(tc, mark_on_read_only_descriptor_fails_ebadf);
+	tcase_add_test(tc, mark_unaligned_offset_fails_einval);
+	tcase_add_test(tc, mark_past_int64_max_fails_einval);
+	tcase_add_test(tc, mark_priority_8_to_15_fails_einval);
+	tcase_add_test(tc, mark_unknown_flag_bits_fail_einval);
+	tcase_add_test(tc, mark_priority_bits_without_priority_flag_fail_einval);
+	tcase_add_test(tc, mark_on_directory_fails_eisdir);
+	tcase_add_test(tc, calls_off_volatilefs_fail_enotty);
+	tcase_add_test(tc, calls_on_bad_descriptor_fail_ebadf);
+
+	tc = tcase(s, "unmark");
+	tcase_add_test(tc, unmark_whole_unit_reports_its_bytes);
+	tcase_add_test(tc, unmark_non_volatile_range_reports_zero);
+	tcase_add_test(tc, unmark_middle_of_unit_splits_it);
+	tcase_add_test(tc, unmark_counts_only_volatile_bytes_of_the_range);
+	tcase_add_test(tc, unmark_rounds_length_up_to_a_page);
+	tcase_add_test(tc, unmark_unbounded_unit_counts_to_file_size_rounded_up);
+	tcase_add_test(tc, unmark_unbounded_unit_of_empty_file_reports_zero);
+	tcase_add_test(tc, unmark_bounded_unit_beyond_end_of_file_counts_its_pages);
+	tcase_add_test(tc, unmark_accepts_null_pointers);
+	tcase_add_test(tc, unmark_reports_purged_only_for_ranges_touching_the_purged_set);
+	tcase_add_test(tc, unmark_purged_counts_only_bytes_within_file_size);
+	tcase_add_test(tc, unmark_unaligned_or_overflowing_range_fails_einval);
+	tcase_add_test(tc, unmark_failure_leaves_outputs_alone);
+
+	tc = tcase(s, "purge");
+	tcase_add_test(tc, purge_discards_whole_unit_and_keeps_it_volatile);
+	tcase_add_test(tc, purge_adds_only_bytes_within_file_size);
+	tcase_add_test(tc, purge_frees_the_unit_memory);
+	tcase_add_test(tc, purged_data_reads_back_as_zeros_after_caching);
+	tcase_add_test(tc, purged_data_reads_as_zeros_through_existing_shared_mapping);
+	tcase_add_test(tc, write_into_purged_range_removes_exactly_those_bytes);
+	tcase_add_test(tc, write_through_mapping_into_purged_page_removes_its_bytes);
+	tcase_add_test(tc, truncate_cuts_bounded_units_and_drops_those_beyond);
+	tcase_add_test(tc, punch_hole_removes_punched_bytes_from_purged_set);
+	tcase_add_test(tc, forgetting_purged_set_empties_it);
+	tcase_add_test(tc, purge_by_size_takes_units_in_purge_order);
+
+	tc = tcase(s, "purged");
+	tcase_add_test(tc, purged_lists_extents_clipped_to_the_range);
+	tcase_add_test(tc, purged_with_max_zero_only_counts);
+	tcase_add_test(tc, purged_with_small_max_stores_max_and_counts_all);
+	tcase_add_test(tc, purged_with_null_buffer_and_max_fails);
+	tcase_add_test(tc, purged_works_on_read_only_descriptor);
+	tcase_add_test(tc, purged_of_clean_file_is_empty);
+	tcase_add_test(tc, purged_pages_through_more_than_one_batch);
+	tcase_add_test(tc, purged_pages_through_a_bounded_range_with_clipped_ends);
+	tcase_add_test(tc, purged_pages_after_writes_split_extents);
+	tcase_add_test(tc, purged_paging_stays_consistent_under_concurrent_purges);
+
+	tc = tcase(s, "poll");
+	tcase_add_test(tc, poll_reports_no_pollpri_before_a_purge);
+	tcase_add_test(tc, poll_reports_pollpri_right_after_a_purge_by_another_process);
+	tcase_add_test(tc, sleeping_poll_wakes_on_a_purge_by_another_process);
+	tcase_add_test(tc, sleeping_poll_wakes_on_a_purge_by_another_thread);
+	tcase_add_test(tc, sleeping_poll_wakes_on_a_purge_of_the_whole_mount);
+	tcase_add_test(tc, sleeping_polls_on_two_descriptors_both_wake);
+	tcase_add_test(tc, sleeping_poll_wakes_again_on_a_later_purge);
+	tcase_add_test(tc, epoll_reports_pollpri_and_wakes_on_a_purge);
+	tcase_add_test(tc, epoll_added_after_a_purge_reports_pollpri_at_once);
+	tcase_add_test(tc, forgetting_purged_set_drops_pollpri);
+	tcase_add_test(tc, rewriting_purged_bytes_drops_pollpri);
+
+	return s;
+}
+
+int main(void)
+{
+	const char *base = getenv("VFS_TEST_DIR");
+	const char *mode = getenv("VFS_PURGED_READ");
+	bool eio = mode && strcmp(mode, "eio") == 0;
+	struct statfs sfs;
+	SRunner *sr;
+	int failed, n;
+
+	if (base == NULL || *base == '\0') {
+		fprintf(stderr, "libvol: VFS_TEST_DIR is not set; set it to a mounted volatilefs, "
+				"e.g. VFS_TEST_DIR=/tmp/volatilefs\n");
+		return 1;
+	}
+	if (mode && *mode && strcmp(mode, "zero") != 0 && !eio) {
+		fprintf(stderr, "libvol: VFS_PURGED_READ=%s: want zero or eio\n", mode);
+		return 1;
+	}
+	if (statfs(base, &sfs) != 0 || sfs.f_type != FUSE_SUPER_MAGIC) {
+		fprintf(stderr, "libvol: VFS_TEST_DIR=%s is not a FUSE mount\n", base);
+		return 1;
+	}
+	if (!realpath(base, mount_dir)) {
+		fprintf(stderr, "libvol: %s: %s\n", base, strerror(errno));
+		return 1;
+	}
+	n = snprintf(run_dir, sizeof(run_dir), "%s/libvol.XXXXXX", mount_dir);
+	if (n < 0 || (size_t)n >= sizeof(run_dir) - 64 || mkdtemp(run_dir) == NULL) {
+		fprintf(stderr, "libvol: cannot make a directory in %s: %s\n", mount_dir,
+			strerror(errno));
+		return 1;
+	}
+	if (eio)
+		fprintf(stderr, "libvol: VFS_PURGED_READ=eio: running only test case \"eio\"\n");
+	else
+		fprintf(stderr, "libvol: test case \"eio\" left out (it needs VFS_PURGED_READ=eio "
+				"and a mount with -o purged_read=eio)\n");
+
+	sr = srunner_create(libvol_suite(eio));
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+
+	rm_tree_at(AT_FDCWD, run_dir);
+	return failed == 0 ? 0 : 1;
+}
