@@ -4,6 +4,7 @@
 #include "evict.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -46,14 +47,58 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 	return (int64_t)freed;
 }
 
+/* Files purged under auto=unlink, whose names go once ns_lock can be had for writing. */
+struct unlink_list {
+	struct inode **v;
+	size_t n, cap;
+};
+
+/* Remember n (held, so it stays alive); if that fails it keeps its name. */
+static void unlink_later(struct unlink_list *l, struct inode *n)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct inode **v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		l->v = v;
+		l->cap = cap;
+	}
+	fs_hold(n);
+	l->v[l->n++] = n;
+}
+
+/* Caller holds evict_lock only. */
+static void unlink_pending(struct fs *fs, struct unlink_list *l)
+{
+	if (!l->n)
+		goto out;
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	for (size_t i = 0; i < l->n; i++) {
+		fs_auto_unlink_locked(fs, l->v[i]);
+		fs_put_locked(fs, l->v[i]);
+	}
+	pthread_rwlock_unlock(&fs->ns_lock);
+out:
+	free(l->v);
+}
+
+/* auto=unlink files that are open are skipped (SPEC section 8). */
+static bool skip_open(struct inode *n)
+{
+	return n->auto_unlink && n->nopen > 0;
+}
+
 /*
  * Purge in order while more() says so.  Returns pages freed; stops when
- * no unit holds memory or a purge fails.
+ * no unit holds memory, a purge fails, or every unit left was skipped.
  */
 static uint64_t evict_loop(struct fs *fs, bool (*more)(struct fs *, uint64_t, uint64_t),
 			   uint64_t arg)
 {
-	uint64_t freed = 0;
+	struct unlink_list pending = { 0 };
+	uint64_t freed = 0, skipped = 0;
 
 	pthread_mutex_lock(&fs->evict_lock);
 	pthread_rwlock_rdlock(&fs->ns_lock);
@@ -67,14 +112,25 @@ static uint64_t evict_loop(struct fs *fs, bool (*more)(struct fs *, uint64_t, ui
 		n = u->inode; /* immutable, and alive: we hold ns_lock */
 		pthread_rwlock_wrlock(&n->lock);
 		/* Released meanwhile, or emptied by another purge: skip it. */
-		if (lru_unpin(&fs->lru, u) && u->resident)
-			got = evict_unit_locked(fs, n, u);
+		if (lru_unpin(&fs->lru, u) && u->resident) {
+			if (skip_open(n)) {
+				/* to the back of its list, so the next pick differs */
+				units_touch(&fs->lru, &n->units, u->start, u->start + 1);
+				if (++skipped > fs->lru.units)
+					got = -EBUSY;
+			} else {
+				got = evict_unit_locked(fs, n, u);
+				if (got >= 0 && n->auto_unlink)
+					unlink_later(&pending, n);
+			}
+		}
 		pthread_rwlock_unlock(&n->lock);
 		if (got < 0)
 			break;
 		freed += (uint64_t)got;
 	}
 	pthread_rwlock_unlock(&fs->ns_lock);
+	unlink_pending(fs, &pending);
 	pthread_mutex_unlock(&fs->evict_lock);
 	return freed;
 }
@@ -129,20 +185,27 @@ uint64_t evict_all(struct fs *fs)
 {
 	uint64_t freed = 0;
 
+	struct unlink_list pending = { 0 };
+
 	pthread_mutex_lock(&fs->evict_lock);
 	pthread_rwlock_rdlock(&fs->ns_lock);
 	for (struct inode *n = fs->itable.head.next; n != &fs->itable.head; n = n->next) {
-		int64_t got;
+		int64_t got = 0;
 
-		if (!S_ISREG(n->mode) || !n->units.count)
+		if (!S_ISREG(n->mode))
 			continue;
 		pthread_rwlock_wrlock(&n->lock);
-		got = purge_file_locked(fs, n);
+		if (n->units.count && !skip_open(n)) {
+			got = purge_file_locked(fs, n);
+			if (got >= 0 && n->auto_unlink)
+				unlink_later(&pending, n);
+		}
 		pthread_rwlock_unlock(&n->lock);
 		if (got > 0)
 			freed += (uint64_t)got;
 	}
 	pthread_rwlock_unlock(&fs->ns_lock);
+	unlink_pending(fs, &pending);
 	pthread_mutex_unlock(&fs->evict_lock);
 	return freed * PG;
 }

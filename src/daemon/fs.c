@@ -80,6 +80,8 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 	fs->root->nlink = 2;
 	fs->root->size = 2 * FS_DIRENT_SIZE;
 	fs->root->dir.parent = fs->root;
+	fs->root->dir.auto_mode = (uint8_t)cfg->root_auto;
+	atomic_store(&fs->auto_unlink_seen, cfg->root_auto == FS_AUTO_UNLINK);
 	atomic_store(&fs->root->nlookup, 1); /* the kernel's, never forgotten */
 	return 0;
 
@@ -296,6 +298,8 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 {
 	struct inode *n;
 	gid_t gid = cred->gid;
+	struct dirent_node *e;
+	struct unit *spare = NULL;
 	char *copy = NULL;
 	int ret = check_name(name);
 
@@ -303,6 +307,10 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 		return ret;
 	if (!S_ISDIR(dir->mode))
 		return -ENOTDIR;
+	/* A unit for a file created in a cache directory, taken before
+	 * anything changes. */
+	if (S_ISREG(mode) && !(spare = unit_alloc()))
+		return -ENOMEM;
 	switch (mode & S_IFMT) {
 	case S_IFREG: case S_IFDIR: case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
 		break;
@@ -314,7 +322,8 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 			return -ENOMEM;
 		break;
 	default:
-		return -EINVAL;
+		ret = -EINVAL;
+		goto out_free;
 	}
 	ret = room_for_metadata(fs);
 	if (ret)
@@ -341,7 +350,7 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 		ret = -ENOMEM;
 		goto out_unlock;
 	}
-	ret = dir_add(&dir->dir.entries, name, n, NULL);
+	ret = dir_add(&dir->dir.entries, name, n, &e);
 	if (ret) {
 		node_free(fs, n);
 		goto out_unlock;
@@ -350,7 +359,21 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 		n->nlink = 2;
 		n->size = 2 * FS_DIRENT_SIZE;
 		n->dir.parent = dir;
+		n->dir.auto_mode = dir->dir.auto_mode; /* inherited */
 		nlink_add(dir, 1, false);
+	} else if (S_ISREG(mode)) {
+		n->nlink = 1;
+		n->link1 = e;
+		n->link1_dir = dir;
+		if (dir->dir.auto_mode != FS_AUTO_OFF) {
+			/* marked "all" at creation, as one unit */
+			pthread_rwlock_wrlock(&n->lock);
+			units_mark(&fs->lru, n, &n->units, &n->pages, 0, UNIT_UNBOUNDED,
+				   UNIT_DEFAULT_PRIORITY, false, spare);
+			pthread_rwlock_unlock(&n->lock);
+			spare = NULL;
+			n->auto_unlink = dir->dir.auto_mode == FS_AUTO_UNLINK;
+		}
 	} else {
 		n->nlink = 1;
 		if (S_ISLNK(mode)) {
@@ -367,6 +390,7 @@ out_unlock:
 	pthread_rwlock_unlock(&fs->ns_lock);
 out_free:
 	free(copy);
+	unit_free(spare);
 	return ret;
 }
 
@@ -396,6 +420,8 @@ int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *ne
 	ret = dir_add(&newdir->dir.entries, newname, n, NULL);
 	if (ret)
 		goto out_unlock;
+	if (S_ISREG(n->mode))
+		n->link1 = NULL; /* two names now: auto=unlink leaves it alone */
 	nlink_add(n, 1, true);
 	dir_changed(newdir);
 	atomic_fetch_add(&n->nlookup, 1);
@@ -446,6 +472,8 @@ static int remove_entry(struct fs *fs, struct inode *dir, const char *name, bool
 		ret = -ENOTEMPTY;
 		goto out_unlock;
 	}
+	if (S_ISREG(n->mode) && n->link1 == e)
+		n->link1 = NULL;
 	dir_remove(&dir->dir.entries, e);
 	dir_changed(dir);
 	drop_name(fs, dir, n);
@@ -486,6 +514,16 @@ static void reparent(struct inode *d, struct inode *from, struct inode *to)
 	nlink_add(to, 1, false);
 }
 
+/* n's name entry from went to entry to in dir (for auto=unlink's link1). */
+static void name_moved(struct inode *n, struct dirent_node *from, struct dirent_node *to,
+		       struct inode *dir)
+{
+	if (S_ISREG(n->mode) && n->link1 == from) {
+		n->link1 = to;
+		n->link1_dir = dir;
+	}
+}
+
 static int rename_exchange(struct fs *fs, struct inode *olddir, struct dirent_node *oe,
 			   struct inode *newdir, struct dirent_node *ne)
 {
@@ -497,6 +535,8 @@ static int rename_exchange(struct fs *fs, struct inode *olddir, struct dirent_no
 		return -EINVAL;
 	dir_retarget(oe, b);
 	dir_retarget(ne, a);
+	name_moved(a, oe, ne, newdir);
+	name_moved(b, ne, oe, olddir);
 	if (S_ISDIR(a->mode))
 		reparent(a, olddir, newdir);
 	if (S_ISDIR(b->mode))
@@ -565,15 +605,21 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 			ret = -ENOTEMPTY;
 			goto out_unlock;
 		}
+		if (S_ISREG(dst->mode) && dst->link1 == ne)
+			dst->link1 = NULL;
 		dir_retarget(ne, src);
+		name_moved(src, oe, ne, newdir);
 		dir_remove(&olddir->dir.entries, oe);
 		if (S_ISDIR(src->mode))
 			reparent(src, olddir, newdir);
 		drop_name(fs, newdir, dst);
 	} else {
-		ret = dir_add(&newdir->dir.entries, newname, src, NULL);
+		struct dirent_node *moved;
+
+		ret = dir_add(&newdir->dir.entries, newname, src, &moved);
 		if (ret)
 			goto out_unlock;
+		name_moved(src, oe, moved, newdir);
 		dir_remove(&olddir->dir.entries, oe);
 		if (S_ISDIR(src->mode))
 			reparent(src, olddir, newdir);
@@ -749,6 +795,64 @@ void fs_statfs(struct fs *fs, struct statvfs *sv)
 	sv->f_ffree = sv->f_files - files;
 	sv->f_favail = sv->f_ffree;
 	sv->f_namemax = FS_NAME_MAX;
+}
+
+void fs_hold(struct inode *n)
+{
+	atomic_fetch_add(&n->nlookup, 1);
+}
+
+void fs_put_locked(struct fs *fs, struct inode *n)
+{
+	atomic_fetch_sub(&n->nlookup, 1);
+	if (n != fs->root)
+		node_maybe_free(fs, n);
+}
+
+int fs_get_auto(struct fs *fs, struct inode *dir)
+{
+	int mode;
+
+	pthread_rwlock_rdlock(&fs->ns_lock);
+	mode = dir->dir.auto_mode;
+	pthread_rwlock_unlock(&fs->ns_lock);
+	return mode;
+}
+
+int fs_set_auto(struct fs *fs, struct inode *dir, int mode)
+{
+	if (!S_ISDIR(dir->mode))
+		return -EINVAL;
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	dir->dir.auto_mode = (uint8_t)mode;
+	pthread_rwlock_unlock(&fs->ns_lock);
+	stamp(dir, T_C);
+	if (mode == FS_AUTO_UNLINK)
+		atomic_store(&fs->auto_unlink_seen, true);
+	return 0;
+}
+
+bool fs_auto_unlink_locked(struct fs *fs, struct inode *n)
+{
+	struct inode *dir = n->link1_dir;
+	struct dirent_node *e = n->link1;
+	bool open;
+
+	if (!S_ISREG(n->mode) || !n->auto_unlink || !e || n->nlink != 1)
+		return false;
+	pthread_rwlock_rdlock(&n->lock);
+	open = n->nopen > 0;
+	pthread_rwlock_unlock(&n->lock);
+	if (open)
+		return false; /* a later purge may take it once it is closed */
+	if (fs->hooks.unlinked)
+		fs->hooks.unlinked(fs->hooks.ctx, dir, n, e->name);
+	n->link1 = NULL;
+	dir_remove(&dir->dir.entries, e);
+	dir_changed(dir);
+	atomic_fetch_add(&fs->files_unlinked_total, 1);
+	drop_name(fs, dir, n); /* may free n */
+	return true;
 }
 
 struct ofile *fs_open_file(struct fs *fs, struct inode *n, int flags)

@@ -27,6 +27,11 @@
 #include "units.h"
 
 #define FS_NAME_MAX 255
+
+/* user.volatile.auto of a directory (SPEC section 8). */
+#define FS_AUTO_OFF    0
+#define FS_AUTO_MARK   1
+#define FS_AUTO_UNLINK 2
 /* tmpfs's directory size: 20 bytes per entry, "." and ".." included. */
 #define FS_DIRENT_SIZE 20
 
@@ -39,6 +44,7 @@ struct fs_config {
 	uid_t owner;           /* the mounting user (root-only xattrs) */
 	bool purged_eio;       /* purged_read=eio */
 	bool write_unmark;     /* write_policy=unmark */
+	unsigned root_auto;    /* -o auto=: FS_AUTO_* of the root */
 };
 
 /*
@@ -56,6 +62,11 @@ struct fs_hooks {
 	uint64_t (*purged)(void *ctx, struct inode *n, uint64_t off, uint64_t len);
 	/* Wake a poll waiter (the hook owns the handle now).  May only queue. */
 	void (*wake)(void *ctx, void *poll_handle);
+	/*
+	 * The daemon removed name from dir (child was the node it named):
+	 * the kernel must forget the dentry.  May only queue.
+	 */
+	void (*unlinked)(void *ctx, struct inode *dir, struct inode *child, const char *name);
 	/* Return once every notification up to seq was delivered.  No lock held. */
 	void (*wait)(void *ctx, uint64_t seq);
 	/* Free a poll handle that will never be woken. */
@@ -76,6 +87,8 @@ struct fs {
 	pthread_mutex_t evict_lock; /* one evictor at a time; taken before ns_lock */
 	_Atomic uint64_t purges_total;
 	_Atomic uint64_t purged_bytes_total;
+	_Atomic uint64_t files_unlinked_total;
+	_Atomic bool auto_unlink_seen;  /* stats show files_unlinked_total */
 	/* The monitor thread (evict.c). */
 	pthread_t monitor;
 	bool monitor_running;
@@ -156,6 +169,25 @@ int fs_readdir(struct fs *fs, struct inode *dir, uint64_t off, bool plus, fs_fil
 	       void *ctx);
 
 void fs_statfs(struct fs *fs, struct statvfs *sv);
+
+/* user.volatile.auto of a directory: get and set (FS_AUTO_*). */
+int fs_get_auto(struct fs *fs, struct inode *dir);
+int fs_set_auto(struct fs *fs, struct inode *dir, int mode);
+
+/*
+ * The purge of an auto=unlink file: remove its name, if it still has
+ * exactly one and is not open.  ns_lock held for writing.  True when
+ * the name went.
+ */
+bool fs_auto_unlink_locked(struct fs *fs, struct inode *n);
+
+/*
+ * An internal reference that keeps n alive while no lock is held (the
+ * evictor between its purge and the unlink that follows).  fs_put_locked
+ * drops it with ns_lock held for writing, freeing n if it was the last.
+ */
+void fs_hold(struct inode *n);
+void fs_put_locked(struct fs *fs, struct inode *n);
 
 /* Open n; NULL when out of memory. */
 struct ofile *fs_open_file(struct fs *fs, struct inode *n, int flags);

@@ -82,11 +82,19 @@ struct inode {
 			struct extset purged; /* the purged set, in bytes */
 			struct ofile *open_files; /* open descriptions (fs.h) */
 			uint32_t nopen;
+			/* Cache directories (SPEC section 8), under fs->ns_lock:
+			 * created under auto=unlink, a purge removes its name;
+			 * link1 is its one name while it has exactly one known
+			 * name (NULL after link(2)), in directory link1_dir. */
+			bool auto_unlink;
+			struct dirent_node *link1;
+			struct inode *link1_dir;
 			uint64_t inval_seq;   /* the notifier's sequence of the last purge */
 		};
 		struct {
 			struct dir entries;   /* under fs->ns_lock */
 			struct inode *parent; /* under fs->ns_lock */
+			uint8_t auto_mode;    /* FS_AUTO_*; under fs->ns_lock */
 		} dir;
 		char *target;             /* symlink; immutable */
 	};

@@ -34,6 +34,8 @@ static void usage(const char *prog)
 	       "    -o purged_read=zero|eio  reading purged bytes gives zeros or EIO (default zero)\n"
 	       "    -o write_policy=keep|unmark  a write into a volatile page keeps it volatile\n"
 	       "                           or makes it non-volatile (default keep)\n"
+	       "    -o auto=off|mark|unlink  new files in the root (and new directories) are\n"
+	       "                           marked volatile; under unlink a purge removes them\n"
 	       "    -o mode=OCTAL          permissions of the root (default 1777 as root, else 0755)\n"
 	       "    -o uid=N,gid=N         owner of the root (default: the mounting user)\n"
 	       "SIZE: bytes, decimal or 0x hex, with an optional K, M, G or T suffix (binary).\n\n",
@@ -114,6 +116,7 @@ int main(int argc, char *argv[])
 	cfg.owner = getuid();
 	cfg.purged_eio = o.purged_eio;
 	cfg.write_unmark = o.write_unmark;
+	cfg.root_auto = (unsigned)o.auto_mode;
 	ret = fs_init(&fs, &cfg);
 	if (ret) {
 		fprintf(stderr, "volatilefs: cannot set up the filesystem: %s\n", strerror(-ret));
@@ -139,7 +142,7 @@ int main(int argc, char *argv[])
 		ret = 1;
 		goto out_unmount;
 	}
-	ret = notifier_start(&nt, se, &fs.hooks);
+	ret = notifier_start(&nt, se, &fs);
 	if (ret) {
 		fprintf(stderr, "volatilefs: cannot start the notifier: %s\n", strerror(-ret));
 		ret = 1;
@@ -176,6 +179,7 @@ out_notifier:
 	notifier_stop(&nt);
 	fs.hooks.purged = NULL;
 	fs.hooks.wake = NULL;
+	fs.hooks.unlinked = NULL;
 	fs.hooks.wait = NULL;
 out_unmount:
 	ops_thread_cleanup();

@@ -19,11 +19,19 @@ struct nevent {
 	fuse_ino_t ino;
 	off_t off, len;              /* len 0: to the end */
 	struct fuse_pollhandle *ph;  /* may be NULL */
+	fuse_ino_t parent;           /* a removed name: parent, ino = child */
+	char *name;
 };
 
 static void deliver(struct notifier *nt, struct nevent *ev)
 {
-	int ret = ev->ino ? fuse_lowlevel_notify_inval_inode(nt->se, ev->ino, ev->off, ev->len) : 0;
+	int ret = 0;
+
+	if (ev->name)
+		ret = fuse_lowlevel_notify_delete(nt->se, ev->parent, ev->ino, ev->name,
+						  strlen(ev->name));
+	else if (ev->ino)
+		ret = fuse_lowlevel_notify_inval_inode(nt->se, ev->ino, ev->off, ev->len);
 
 	/* ENOENT: the kernel has no inode (nothing cached); ENODEV, EBADF:
 	 * unmounting.  Neither leaves stale data to worry about. */
@@ -58,6 +66,7 @@ static void *notifier_main(void *arg)
 		pthread_mutex_lock(&nt->lock);
 		nt->done_seq = ev->seq;
 		pthread_cond_broadcast(&nt->done);
+		free(ev->name);
 		free(ev);
 	}
 	pthread_mutex_unlock(&nt->lock);
@@ -106,6 +115,39 @@ static void hook_wake(void *ctx, void *ph)
 	enqueue(ctx, 0, 0, 0, ph);
 }
 
+static fuse_ino_t nodeid(struct fs *fs, struct inode *n)
+{
+	return n == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+}
+
+static void hook_unlinked(void *ctx, struct inode *dir, struct inode *child, const char *name)
+{
+	struct notifier *nt = ctx;
+	struct nevent *ev = calloc(1, sizeof(*ev));
+	char *copy = strdup(name);
+
+	pthread_mutex_lock(&nt->lock);
+	if (!ev || !copy || nt->stop) {
+		pthread_mutex_unlock(&nt->lock);
+		if (!ev || !copy)
+			fprintf(stderr, "volatilefs: out of memory queueing a notification\n");
+		free(ev);
+		free(copy);
+		return;
+	}
+	ev->seq = ++nt->next_seq;
+	ev->parent = nodeid(nt->fs, dir);
+	ev->ino = nodeid(nt->fs, child);
+	ev->name = copy;
+	if (nt->tail)
+		nt->tail->next = ev;
+	else
+		nt->head = ev;
+	nt->tail = ev;
+	pthread_cond_signal(&nt->work);
+	pthread_mutex_unlock(&nt->lock);
+}
+
 static void hook_wait(void *ctx, uint64_t seq)
 {
 	struct notifier *nt = ctx;
@@ -122,12 +164,14 @@ static void hook_poll_free(void *ctx, void *ph)
 	fuse_pollhandle_destroy(ph);
 }
 
-int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs_hooks *hooks)
+int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs)
 {
+	struct fs_hooks *hooks = &fs->hooks;
 	int ret;
 
 	memset(nt, 0, sizeof(*nt));
 	nt->se = se;
+	nt->fs = fs;
 	if ((ret = pthread_mutex_init(&nt->lock, NULL)) != 0)
 		return -ret;
 	if ((ret = pthread_cond_init(&nt->work, NULL)) != 0)
@@ -140,6 +184,7 @@ int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs_hooks
 	hooks->ctx = nt;
 	hooks->purged = hook_purged;
 	hooks->wake = hook_wake;
+	hooks->unlinked = hook_unlinked;
 	hooks->wait = hook_wait;
 	hooks->poll_free = hook_poll_free;
 	return 0;

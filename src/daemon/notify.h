@@ -14,7 +14,8 @@
  * kernel has dropped the discarded data before anyone learns it is gone.
  *
  * It also wakes poll waiters (fuse_lowlevel_notify_poll) of purged
- * files, and frees their poll handles.
+ * files, and frees their poll handles, and tells the kernel of names the
+ * daemon removed itself (auto=unlink: fuse_lowlevel_notify_delete).
  *
  * Locking: the queue, the sequence numbers and `stop` are under
  * notifier->lock, a leaf lock.
@@ -27,11 +28,12 @@
 #include <stdint.h>
 
 struct fuse_session;
-struct fs_hooks;
+struct fs;
 struct nevent;
 
 struct notifier {
 	struct fuse_session *se;
+	struct fs *fs;
 	pthread_mutex_t lock;
 	pthread_cond_t work;   /* events queued, or stop */
 	pthread_cond_t done;   /* done_seq moved */
@@ -43,8 +45,8 @@ struct notifier {
 	pthread_t thread;
 };
 
-/* Start the thread for session se and fill hooks to feed it.  Zero or -errno. */
-int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs_hooks *hooks);
+/* Start the thread for session se and fill fs's hooks to feed it.  Zero or -errno. */
+int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs);
 /* Deliver what is queued, then stop the thread. */
 void notifier_stop(struct notifier *nt);
 

@@ -46,7 +46,7 @@ int opts_parse_id(const char *s, uint32_t *out)
 }
 
 struct raw_opts {
-	char *memory_limit, *memory_low, *mode, *uid, *gid, *purged_read, *write_policy;
+	char *memory_limit, *memory_low, *mode, *uid, *gid, *purged_read, *write_policy, *auto_;
 };
 
 #define RAW(t, f) { t, offsetof(struct raw_opts, f), 0 }
@@ -58,6 +58,7 @@ static const struct fuse_opt opt_table[] = {
 	RAW("gid=%s", gid),
 	RAW("purged_read=%s", purged_read),
 	RAW("write_policy=%s", write_policy),
+	RAW("auto=%s", auto_),
 	FUSE_OPT_END
 };
 
@@ -170,6 +171,19 @@ int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
 			goto out;
 		}
 	}
+	if (raw.auto_) {
+		if (strcmp(raw.auto_, "off") == 0) {
+			o->auto_mode = 0;
+		} else if (strcmp(raw.auto_, "mark") == 0) {
+			o->auto_mode = 1;
+		} else if (strcmp(raw.auto_, "unlink") == 0) {
+			o->auto_mode = 2;
+		} else {
+			snprintf(err, errlen, "auto=%s: must be off, mark or unlink", raw.auto_);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
 	if (o->memory_low && o->memory_limit && o->memory_low > o->memory_limit) {
 		snprintf(err, errlen, "memory_low=%s is above memory_limit=%s", raw.memory_low,
 			 raw.memory_limit);
@@ -183,5 +197,6 @@ out:
 	free(raw.gid);
 	free(raw.purged_read);
 	free(raw.write_policy);
+	free(raw.auto_);
 	return ret;
 }

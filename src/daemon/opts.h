@@ -29,6 +29,7 @@ struct opts {
 	gid_t gid;
 	bool purged_eio;       /* purged_read=eio (default zero) */
 	bool write_unmark;     /* write_policy=unmark (default keep) */
+	int auto_mode;         /* auto=off|mark|unlink of the root (0 = off) */
 };
 
 /* Octal permission bits, at most 07777.  Zero or -EINVAL. */

@@ -73,7 +73,7 @@ RB_HEAD(unit_tree, unit);
 struct lru {
 	pthread_mutex_t lock;
 	struct unit heads[LRU_LISTS];    /* sentinels */
-	uint64_t units;                  /* all units, listed or not */
+	_Atomic uint64_t units;          /* all units, listed or not */
 	_Atomic uint64_t resident;       /* pages held by all units */
 };
 

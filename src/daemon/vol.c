@@ -228,10 +228,10 @@ int vol_format_stats(struct fs *fs, struct strbuf *b)
 {
 	uint64_t units;
 
-	pthread_mutex_lock(&fs->lru.lock);
-	units = fs->lru.units;
-	pthread_mutex_unlock(&fs->lru.lock);
-	return strbuf_printf(b,
+	int ret;
+
+	units = atomic_load(&fs->lru.units);
+	ret = strbuf_printf(b,
 		"memory_limit=%" PRIu64 "\n"
 		"memory_low=%" PRIu64 "\n"
 		"rss=%" PRIu64 "\n"
@@ -247,4 +247,9 @@ int vol_format_stats(struct fs *fs, struct strbuf *b)
 		atomic_load(&fs->lru.resident) * PG, atomic_load(&fs->purged_bytes_total),
 		atomic_load(&fs->purges_total), units, itable_count(&fs->itable),
 		atomic_load(&fs->mem.enospc_total));
+	/* Cache directories with auto=unlink add their counter (SPEC section 8). */
+	if (!ret && atomic_load(&fs->auto_unlink_seen))
+		ret = strbuf_printf(b, "files_unlinked_total=%" PRIu64 "\n",
+				    atomic_load(&fs->files_unlinked_total));
+	return ret;
 }

@@ -97,6 +97,11 @@ int vxattr_set(struct fs *fs, struct inode *n, const char *name, const char *val
 		return set_purge(fs, n, value, size, caller);
 	if (strcmp(s, "memory_limit") == 0 && n == fs->root)
 		return set_limit(fs, value, size, caller);
+	if (strcmp(s, "auto") == 0 && S_ISDIR(n->mode)) {
+		int mode, ret = vgrammar_parse_auto(value, size, &mode);
+
+		return ret ? ret : fs_set_auto(fs, n, mode);
+	}
 	return -EINVAL;
 }
 
@@ -134,6 +139,8 @@ long vxattr_get(struct fs *fs, struct inode *n, const char *name, char *buf, siz
 		ret = vol_format_stats(fs, &b);
 	else if (n == fs->root && strcmp(s, "memory_limit") == 0)
 		ret = strbuf_printf(&b, "%" PRIu64, atomic_load(&fs->mem.limit));
+	else if (S_ISDIR(n->mode) && strcmp(s, "auto") == 0)
+		ret = strbuf_printf(&b, "%s", vgrammar_auto_name(fs_get_auto(fs, n)));
 	else
 		ret = -ENODATA;
 	return reply_value(&b, ret, buf, size);

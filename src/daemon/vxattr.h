@@ -13,6 +13,7 @@
  *   purge         mount root    "all" or SIZE (owner)     ENODATA
  *   stats         mount root    EINVAL                    key=value lines
  *   memory_limit  mount root    SIZE, live (owner)        the limit
+ *   auto          directory     off, mark or unlink       the setting
  * mark/unmark on a directory: EISDIR.  Any other name, or a name on a
  * node it does not apply to: set EINVAL, get ENODATA.  "owner": uid 0
  * or the user who mounted, else EPERM.  The kernel has already checked

@@ -29,7 +29,7 @@ cleanup()
 	if grep -qs " $mnt fuse" /proc/mounts; then
 		fusermount3 -uz "$mnt" 2> /dev/null || umount -l "$mnt" 2> /dev/null || true
 	fi
-	[[ -n $pid ]] && kill "$pid" 2> /dev/null || true
+	if [[ -n $pid ]]; then kill "$pid" 2> /dev/null || true; fi
 	rm -rf "$base"
 	[[ -n $fuse_mode ]] && chmod "$fuse_mode" /dev/fuse
 }
