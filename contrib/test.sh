@@ -22,9 +22,9 @@
 # test three times its timeout. VFS_TEST_SKIP_ASAN=1 skips it (the summary says so).
 set -euo pipefail
 
-readonly BUILD_PKGS=(meson ninja-build pkg-config gcc libfuse3-dev libbsd-dev check)
+readonly BUILD_PKGS=(meson ninja-build pkg-config gcc libfuse3-dev libbsd-dev check libfreetype-dev)
 readonly RUN_PKGS=(fuse3)
-readonly TEST_PKGS=(attr fio stress-ng)
+readonly TEST_PKGS=(attr fio stress-ng fonts-dejavu-core)
 readonly NORMAL_DIR=build-test
 readonly ASAN_DIR=build-asan
 
