@@ -129,15 +129,20 @@ void fs_destroy(struct fs *fs)
  * first, as a write does; only when that leaves us over is it ENOSPC.
  * Caller holds no lock.
  */
+/* See make_room(). */
+#define SPACE_RETRIES 64
+
+static bool make_room(struct fs *fs, uint64_t pages);
+
 static int room_for_metadata(struct fs *fs)
 {
-	if (mem_charge_check(&fs->mem, 0) == 0)
-		return 0;
-	evict_to(fs, atomic_load(&fs->mem.low));
-	if (mem_charge_check(&fs->mem, 0) == 0)
-		return 0;
-	atomic_fetch_add(&fs->mem.enospc_total, 1);
-	return -ENOSPC;
+	for (int tries = 0; mem_charge_check(&fs->mem, 0) != 0; tries++) {
+		if (tries == SPACE_RETRIES || !make_room(fs, 0)) {
+			atomic_fetch_add(&fs->mem.enospc_total, 1);
+			return -ENOSPC;
+		}
+	}
+	return 0;
 }
 
 static int check_name(const char *name)
@@ -672,10 +677,21 @@ ssize_t fs_read(struct fs *fs, struct inode *n, uint64_t off, size_t size, char 
 
 /*
  * A write or allocation refused for space: purge volatile data and try
- * again while purging frees something.  Only when nothing volatile is
- * left does ENOSPC reach the caller (and enospc_total).
+ * again.  Only when nothing volatile is left does ENOSPC reach the
+ * caller (and enospc_total).  Writers that hit the limit together queue
+ * on the evictor: the first purges, the next find the RSS already low
+ * and free nothing, yet must try again, since room was made; so a
+ * writer gives up only when a purge freed nothing and no volatile page
+ * is held any more (or after SPACE_RETRIES rounds of losing the room to
+ * others, or of volatile pages that cannot go: open auto=unlink files).
  */
-#define SPACE_RETRIES 8
+static bool make_room(struct fs *fs, uint64_t pages)
+{
+	if (evict_for_write(fs, pages))
+		return true;
+	return atomic_load(&fs->lru.resident) > 0 ||
+	       mem_rss(&fs->mem) + pages * ARENA_PAGE_SIZE <= atomic_load(&fs->mem.limit);
+}
 
 ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size)
 {
@@ -692,7 +708,7 @@ ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, 
 			stamp_locked(n, T_M | T_C);
 		need = ret == -ENOSPC ? file_pages_needed_locked(n, off, size) : 0;
 		pthread_rwlock_unlock(&n->lock);
-		if (ret != -ENOSPC || tries == SPACE_RETRIES || !evict_for_write(fs, need))
+		if (ret != -ENOSPC || tries == SPACE_RETRIES || !make_room(fs, need))
 			break;
 	}
 	if (ret == -ENOSPC)
@@ -715,7 +731,7 @@ int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_
 			stamp_locked(n, T_M | T_C);
 		need = ret == -ENOSPC ? file_pages_needed_locked(n, off, len) : 0;
 		pthread_rwlock_unlock(&n->lock);
-		if (ret != -ENOSPC || tries == SPACE_RETRIES || !evict_for_write(fs, need))
+		if (ret != -ENOSPC || tries == SPACE_RETRIES || !make_room(fs, need))
 			break;
 	}
 	if (ret == -ENOSPC)
