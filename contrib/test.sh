@@ -24,7 +24,7 @@ set -euo pipefail
 
 readonly BUILD_PKGS=(meson ninja-build pkg-config gcc libfuse3-dev libbsd-dev check libfreetype-dev)
 readonly RUN_PKGS=(fuse3)
-readonly TEST_PKGS=(attr fio stress-ng fonts-dejavu-core)
+readonly TEST_PKGS=(attr fio stress-ng fonts-dejavu-core valgrind)
 readonly NORMAL_DIR=build-test
 readonly ASAN_DIR=build-asan
 
