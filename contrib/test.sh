@@ -20,6 +20,9 @@
 # would count), UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 and VFS_FIO_SIZE=256M (the
 # mount tests' meson.build raises the ENOSPC test's limit for sanitizer builds), and gives every
 # test three times its timeout. VFS_TEST_SKIP_ASAN=1 skips it (the summary says so).
+# A ThreadSanitizer build then runs the threaded unit suites and the
+# concurrency and library mount tests (VFS_TEST_SKIP_TSAN=1 skips it, and so do arguments,
+# which select tests).
 set -euo pipefail
 
 readonly BUILD_PKGS=(meson ninja-build pkg-config gcc libfuse3-dev libbsd-dev check libfreetype-dev)
@@ -27,6 +30,7 @@ readonly RUN_PKGS=(fuse3)
 readonly TEST_PKGS=(attr fio stress-ng fonts-dejavu-core valgrind)
 readonly NORMAL_DIR=build-test
 readonly ASAN_DIR=build-asan
+readonly TSAN_DIR=build-tsan-test
 
 prog=${0##*/}
 
@@ -184,6 +188,19 @@ main() {
 		export VFS_FIO_SIZE=256M
 		run_build asan+ubsan "$ASAN_DIR" --timeout-multiplier 3 "$@" -- \
 			-Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
+	fi
+
+	# ThreadSanitizer: the unit suites that use threads and the tests that
+	# drive the daemon from many threads and processes at once.  Not the RSS tests: TSan's
+	# shadow memory counts in the daemon's RSS.  A race report goes to the
+	# daemon's stderr, which with-mount.sh fails on.
+	if [[ ${VFS_TEST_SKIP_TSAN:-0} == 1 || $# -gt 0 ]]; then
+		summary+=("tsan: skipped")
+	else
+		export TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1
+		run_build tsan "$TSAN_DIR" --timeout-multiplier 3 \
+			unit-fs unit-vol mount-concurrency mount-libvol -- \
+			-Dtests=true -Db_sanitize=thread -Db_lundef=false
 	fi
 
 	echo

@@ -340,12 +340,17 @@ START_TEST(xattrs_store_namespaces_like_tmpfs)
 }
 END_TEST
 
+static atomic_int holder_state; /* 0 start, 1 holding, 2 asked to let go */
+
 static void *hold_write_lock(void *arg)
 {
 	struct inode *n = arg;
 
 	pthread_rwlock_wrlock(&n->lock);
-	pause(); /* until the forked test process exits */
+	atomic_store(&holder_state, 1);
+	while (atomic_load(&holder_state) != 2)
+		usleep(1000);
+	pthread_rwlock_unlock(&n->lock);
 	return NULL;
 }
 
@@ -356,12 +361,15 @@ START_TEST(security_lookup_answers_without_the_node_lock)
 	char buf[8];
 
 	ck_assert_int_eq(fs_setxattr(&fs, f, "user.a", "1", 1, 0, &cred), 0);
+	atomic_store(&holder_state, 0);
 	pthread_create(&t, NULL, hold_write_lock, f);
-	while (pthread_rwlock_tryrdlock(&f->lock) == 0)
-		pthread_rwlock_unlock(&f->lock);
+	while (atomic_load(&holder_state) != 1)
+		usleep(1000);
 	/* A writer holds the lock: taking it would hang until the timeout. */
 	ck_assert_int_eq(fs_getxattr(&fs, f, "security.capability", buf, sizeof(buf)), -ENODATA);
 	ck_assert_int_eq(fs_getxattr(&fs, f, "trusted.x", buf, 0), -ENODATA);
+	atomic_store(&holder_state, 2);
+	pthread_join(t, NULL);
 }
 END_TEST
 
