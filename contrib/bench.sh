@@ -1,0 +1,758 @@
+#!/usr/bin/env bash
+# contrib/bench.sh: benchmarks of volatilefs against tmpfs and fuse-overlayfs.
+#
+#   contrib/bench.sh [--quick] [--reps N] [--only GROUP[,GROUP...]] [--out DIR]
+#
+# As root on Debian 12. Installs what is missing (Debian packages), builds volatilefs with
+# optimisation in ./build-bench (meson release build, no tests) and the helpers of bench/ in
+# ./build-bench/bench, mounts a tmpfs, a volatilefs (memory_limit=4G) and fuse-overlayfs over a
+# tmpfs (lowerdir, upperdir and workdir on a separate tmpfs), and runs every workload on each,
+# interleaved: for each repetition, for each workload, for each filesystem. Workloads that
+# only volatilefs can run (marking, purging, the memory limit, unit scaling) run on it alone;
+# some need a mount of their own (a smaller memory_limit, a tree of a million files).
+#
+# It prints the medians over the repetitions and the ratios volatilefs/tmpfs and
+# volatilefs/fuse-overlayfs as a markdown table, and saves it, with the machine, the kernel,
+# the date and the exact command, to bench/results/latest.md (the raw figures beside it in
+# latest-raw.tsv), plus a plot of the daemon's RSS during a write flood of volatile data,
+# bench/results/rss-flood.png.
+#
+# --quick: 3 repetitions and smaller sizes, under 2 minutes. The full run (5 repetitions)
+# takes about 10-15 minutes on 2 cores. The figures are only as quiet as the machine: run it
+# when nothing else runs, and compare ratios rather than absolute figures.
+#
+# GROUPs (for --only): fio small glyph mark purge limit scale tree flood.
+#
+# Every mount is made under a fresh /tmp/vfsbench.XXXXXX and unmounted by an EXIT trap, also on
+# failure or Ctrl-C; the trap then checks /proc/mounts and says if anything is left.
+set -euo pipefail
+
+readonly PKGS=(fio fuse-overlayfs gnuplot-nox jq meson ninja-build pkg-config gcc libfuse3-dev
+	libbsd-dev check fuse3 attr)
+readonly ALL_GROUPS="fio small glyph mark purge limit scale tree flood"
+
+prog=${0##*/}
+say() { printf '%s: %s\n' "$prog" "$*" >&2; }
+die() {
+	printf '%s: error: %s\n' "$prog" "$*" >&2
+	exit 1
+}
+
+usage() {
+	cat <<EOF
+usage: $prog [--quick] [--reps N] [--only GROUP[,GROUP...]] [--out DIR]
+
+Benchmark volatilefs against tmpfs and fuse-overlayfs (over tmpfs); print medians and
+ratios as a markdown table, saved with the plot of an RSS flood in DIR (default
+bench/results). Needs root. --quick: fewer repetitions and smaller sizes (under 2 minutes).
+GROUPs: $ALL_GROUPS
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------
+# Installing and building
+
+missing_packages() {
+	local pkg status
+	for pkg in "$@"; do
+		status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+		[[ $status == "install ok installed" ]] || printf '%s\n' "$pkg"
+	done
+}
+
+install_missing() {
+	local -a missing
+	if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+		say "no dpkg/apt-get here: make sure these are installed: $*"
+		return 0
+	fi
+	mapfile -t missing < <(missing_packages "$@")
+	[[ ${#missing[@]} -eq 0 ]] && return 0
+	say "installing missing Debian packages: ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+}
+
+build() {
+	say "building volatilefs (release) in $BUILD"
+	if [[ ! -f $BUILD/meson-private/coredata.dat ]]; then
+		meson setup "$BUILD" -Dbuildtype=release -Dtests=false >"$WORK/build.log" 2>&1 ||
+			{ cat "$WORK/build.log" >&2; die "meson setup failed"; }
+	fi
+	meson compile -C "$BUILD" >>"$WORK/build.log" 2>&1 ||
+		{ tail -n 40 "$WORK/build.log" >&2; die "the build failed (log above)"; }
+	VFS=$BUILD/src/daemon/volatilefs
+	[[ -x $VFS ]] || die "the build did not produce $VFS"
+
+	HB=$BUILD/bench
+	mkdir -p "$HB"
+	local p libs
+	for p in smallfiles glyphbench markbench purgebench rsswatch; do
+		libs=()
+		case $p in
+		glyphbench | markbench | purgebench)
+			# shellcheck disable=SC2054 # the commas belong to the linker option
+			libs=(-L"$BUILD/src/lib" -lvolatilefs -Wl,-rpath,"$BUILD/src/lib")
+			;;
+		esac
+		gcc -O2 -g -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror \
+			-I"$ROOT/include" -o "$HB/$p" "$ROOT/bench/$p.c" "${libs[@]}" -lpthread ||
+			die "cannot compile bench/$p.c"
+	done
+}
+
+# ---------------------------------------------------------------------------------------------
+# Mounts: every one is recorded in MOUNTS (and its daemon in PIDS) and undone by cleanup.
+
+MOUNTS=()
+declare -A PID_OF=()
+WATCH_PID=
+WORK=
+
+is_mounted() { awk -v mp="$1" '$2 == mp { found = 1 } END { exit !found }' /proc/mounts; }
+
+# Wait for a FUSE daemon ($2) to have mounted $1.
+wait_mounted() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		is_mounted "$1" && return 0
+		kill -0 "$2" 2>/dev/null || die "the daemon for $1 exited (see $WORK/daemons.log)"
+		sleep 0.05
+	done
+	die "nothing mounted at $1 after 10 s"
+}
+
+mount_tmpfs() { # MOUNTPOINT SIZE
+	mkdir -p "$1"
+	mount -t tmpfs -o "size=$2,mode=1777" vfsbench "$1"
+	MOUNTS+=("$1")
+}
+
+LAST_PID=
+mount_vfs() { # MOUNTPOINT OPTIONS
+	mkdir -p "$1"
+	echo "== volatilefs -o $2 $1" >>"$WORK/daemons.log"
+	"$VFS" -f -o "$2" "$1" >>"$WORK/daemons.log" 2>&1 &
+	LAST_PID=$!
+	PID_OF[$1]=$LAST_PID
+	MOUNTS+=("$1")
+	wait_mounted "$1" "$LAST_PID"
+}
+
+mount_peer() { # MOUNTPOINT LAYERDIR (lower, upper and work are made in LAYERDIR)
+	mkdir -p "$1" "$2/lower" "$2/upper" "$2/work"
+	echo "== fuse-overlayfs $1" >>"$WORK/daemons.log"
+	fuse-overlayfs -f -o "lowerdir=$2/lower,upperdir=$2/upper,workdir=$2/work" "$1" \
+		>>"$WORK/daemons.log" 2>&1 &
+	LAST_PID=$!
+	PID_OF[$1]=$LAST_PID
+	MOUNTS+=("$1")
+	wait_mounted "$1" "$LAST_PID"
+}
+
+# Unmount $1 (FUSE or not) and wait for its daemon; lazily if it is busy.
+unmount_one() {
+	local mp=$1 pid i
+	if is_mounted "$mp"; then
+		if [[ -n ${PID_OF[$mp]:-} ]]; then
+			fusermount3 -u -- "$mp" 2>/dev/null || umount -- "$mp" 2>/dev/null ||
+				umount -l -- "$mp" || true
+		else
+			umount -- "$mp" 2>/dev/null || umount -l -- "$mp" || true
+		fi
+	fi
+	pid=${PID_OF[$mp]:-}
+	if [[ -n $pid ]]; then
+		for ((i = 0; i < 200; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			say "daemon $pid of $mp still running after unmount: SIGTERM"
+			kill -TERM "$pid" 2>/dev/null || true
+		fi
+		wait "$pid" 2>/dev/null || true
+		unset "PID_OF[$mp]"
+	fi
+	local -a rest=()
+	for i in "${MOUNTS[@]}"; do [[ $i == "$mp" ]] || rest+=("$i"); done
+	MOUNTS=("${rest[@]}")
+}
+
+cleanup() {
+	local rc=$? i left
+	trap - EXIT INT TERM
+	if [[ -n $WATCH_PID ]]; then
+		kill "$WATCH_PID" 2>/dev/null || true
+		wait "$WATCH_PID" 2>/dev/null || true
+	fi
+	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+		unmount_one "${MOUNTS[i]}"
+	done
+	if [[ $rc -ne 0 && -n $WORK ]]; then
+		for i in daemons helpers; do
+			[[ -s $WORK/$i.log ]] || continue
+			say "last lines of the $i log:"
+			tail -n 15 "$WORK/$i.log" >&2
+		done
+	fi
+	if [[ -n $WORK ]]; then
+		left=$(awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/mounts)
+		if [[ -n $left ]]; then
+			say "still mounted (not removing $WORK): $left"
+			rc=1
+		else
+			rm -rf -- "$WORK"
+		fi
+	fi
+	exit "$rc"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Recording
+
+RAW=
+REP=0
+rec() { # KEY FS VALUE
+	[[ $3 =~ ^-?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]+)?$ ]] || die "not a number for $1 on $2: '$3'"
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$REP" "$3" >>"$RAW"
+}
+
+# Run a helper; its "key value" lines land in $WORK/out.
+helper() {
+	if ! "$@" >"$WORK/out" 2>>"$WORK/helpers.log"; then
+		cat "$WORK/out" >&2
+		tail -n 5 "$WORK/helpers.log" >&2
+		die "failed: $*"
+	fi
+}
+val() { # KEY: the value of KEY in $WORK/out
+	awk -v k="$1" '$1 == k { print $2; f = 1; exit } END { exit !f }' "$WORK/out" ||
+		die "no $1 in the output of a helper"
+}
+
+drop_caches() { # 3: page cache, dentries and inodes; 2: dentries and inodes
+	sync
+	echo "$1" >/proc/sys/vm/drop_caches
+}
+
+declare -A MNT=()
+FSES=(tmpfs vfs peer)
+VFS_PID=
+
+# ---------------------------------------------------------------------------------------------
+# Workloads. Each takes the filesystem key (tmpfs, vfs, peer) and works in its mount.
+
+fio_json() { # FIELD (jq path below .jobs[0])
+	jq -r ".jobs[0].$1" "$WORK/fio.json"
+}
+
+run_fio() {
+	fio --output-format=json --output="$WORK/fio.json" --name=bench --ioengine=psync \
+		--fallocate=none "$@" >/dev/null 2>>"$WORK/helpers.log" ||
+		die "fio failed: $*"
+}
+
+wl_fio() {
+	local fs=$1 d=${MNT[$1]}/fio
+	mkdir -p "$d"
+	run_fio --filename="$d/f" --size="$FIO_SIZE" --rw=write --bs=1M --end_fsync=1
+	rec seqwrite "$fs" "$(fio_json write.bw_bytes | awk '{ printf "%.1f", $1 / 1048576 }')"
+	drop_caches 3
+	run_fio --filename="$d/f" --size="$FIO_SIZE" --rw=read --bs=1M
+	rec seqread_cold "$fs" "$(fio_json read.bw_bytes | awk '{ printf "%.1f", $1 / 1048576 }')"
+	run_fio --filename="$d/f" --size="$FIO_SIZE" --rw=read --bs=1M --invalidate=0
+	rec seqread_warm "$fs" "$(fio_json read.bw_bytes | awk '{ printf "%.1f", $1 / 1048576 }')"
+	drop_caches 3
+	run_fio --filename="$d/f" --size="$FIO_SIZE" --rw=randread --bs=4k --time_based \
+		--runtime="$RAND_SECS"
+	rec randread "$fs" "$(fio_json read.iops | awk '{ printf "%.1f", $1 }')"
+	rec randread_p50 "$fs" "$(fio_json 'read.clat_ns.percentile."50.000000"' |
+		awk '{ printf "%.2f", $1 / 1000 }')"
+	rec randread_p99 "$fs" "$(fio_json 'read.clat_ns.percentile."99.000000"' |
+		awk '{ printf "%.2f", $1 / 1000 }')"
+	rm -rf -- "$d"
+}
+
+wl_small() {
+	local fs=$1 k
+	helper "$HB/smallfiles" phases "${MNT[$fs]}" "$SF_N"
+	for k in create stat restat read unlink; do rec "sf_$k" "$fs" "$(val "$k")"; done
+}
+
+wl_glyph() {
+	local fs=$1 f=${MNT[$1]}/atlas
+	helper "$HB/glyphbench" "$f" "$GLYPH_FRAMES" plain "$REP"
+	rec glyph_plain "$fs" "$(val frames_per_s)"
+	if [[ $fs == vfs ]]; then
+		helper "$HB/glyphbench" "$f" "$GLYPH_FRAMES" volatile "$REP"
+		rec glyph_vol "$fs" "$(val frames_per_s)"
+		rec glyph_calls "$fs" "$(val vol_calls_per_s)"
+		rec glyph_call_ns "$fs" "$(val ns_per_call)"
+	fi
+	rm -f -- "$f"
+}
+
+wl_mark() {
+	local fs=$1 f=${MNT[$1]}/markbench
+	if [[ $fs == vfs ]]; then
+		helper "$HB/markbench" pairs "$f" "$PAIR_SECS"
+		rec noop "$fs" "$(val noop_per_s)"
+		rec noop_ioctl "$fs" "$(val ioctl_noop_per_s)"
+		rec mark_ioctl "$fs" "$(val ioctl_pairs_per_s)"
+		rec mark_xattr "$fs" "$(val xattr_pairs_per_s)"
+		rec mark_ioctl_noops "$fs" "$(val ioctl_pair_in_noops)"
+		rec mark_xattr_noops "$fs" "$(val xattr_pair_in_noops)"
+	else
+		helper "$HB/markbench" noop "$f" "$PAIR_SECS"
+		rec noop "$fs" "$(val noop_per_s)"
+	fi
+}
+
+wl_purge() {
+	[[ $1 == vfs ]] || return 0
+	local d=${MNT[vfs]}/purge
+	mkdir -p "$d"
+	helper "$HB/purgebench" fill "$d" "$PURGE_SIZE" 16 1M
+	helper "$HB/purgebench" purge "${MNT[vfs]}" "$VFS_PID" "$PURGE_SIZE"
+	rec purge "$1" "$(val gib_per_s)"
+	rec purge_rss_fell "$1" "$(val rss_fell)"
+	rec purge_rss_freed "$1" "$(awk '$1 == "rss_before" { b = $2 } $1 == "rss_after" { a = $2 }
+		END { printf "%.1f", (b - a) / 1048576 }' "$WORK/out")"
+	rm -rf -- "$d"
+}
+
+wl_limit() {
+	[[ $1 == vfs ]] || return 0
+	local mp=$WORK/vlimit
+	mount_vfs "$mp" memory_limit=512M
+	helper "$HB/purgebench" fill "$mp" 400M 8 1M
+	helper "$HB/purgebench" limit "$mp" "$LAST_PID" 256M
+	rec limit_ms "$1" "$(val under_ms)"
+	rec limit_set_ms "$1" "$(val setxattr_ms)"
+	unmount_one "$mp"
+}
+
+wl_scale() {
+	[[ $1 == vfs ]] || return 0
+	local n
+	for n in "${SCALE_SIZES[@]}"; do
+		helper "$HB/markbench" scale "${MNT[vfs]}/scale" "${MNT[vfs]}" "$n" "$SCALE_SAMPLE" \
+			"$VFS_PID"
+		rec "scale_build_$n" vfs "$(val build_ns)"
+		rec "scale_mark_$n" vfs "$(val mark_ns)"
+		rec "scale_unmark_$n" vfs "$(val unmark_ns)"
+		rec "scale_purge_$n" vfs "$(val purge_ns)"
+		# VmRSS moves in steps too coarse for a thousand units of ~100 bytes
+		((n < 10000)) || rec "scale_mem_$n" vfs "$(val bytes_per_unit)"
+	done
+}
+
+# A tree of TREE_N empty files in 16 directories on each filesystem, on mounts of their own;
+# then, each repetition, stat of random names after dropping dentries and inodes. The
+# fuse-overlayfs tree is made in its upperdir (on tmpfs) before it is mounted: through FUSE it
+# would take longer than the whole benchmark (about 2,500 creates/s); the files are then upper
+# files, exactly as if created through the mount.
+phase_tree() {
+	local fs rep tree_pid
+	MNT[tmpfs]=$WORK/ttree MNT[vfs]=$WORK/vtree MNT[peer]=$WORK/ptree
+	mount_tmpfs "$WORK/ttree" 16G
+	mount_vfs "$WORK/vtree" memory_limit=4G
+	tree_pid=$LAST_PID
+	mount_tmpfs "$WORK/ptree-layers" 16G
+	mkdir -p "$WORK/ptree-layers/upper"
+	REP=1
+	say "tree: creating $TREE_N files on tmpfs"
+	helper "$HB/smallfiles" mktree "$WORK/ttree" "$TREE_N" 16
+	rec tree_create tmpfs "$(val mktree)"
+	say "tree: creating $TREE_N files on volatilefs"
+	helper "$HB/smallfiles" mktree "$WORK/vtree" "$TREE_N" 16
+	rec tree_create vfs "$(val mktree)"
+	say "tree: creating $TREE_N files in the fuse-overlayfs upperdir (tmpfs)"
+	helper "$HB/smallfiles" mktree "$WORK/ptree-layers/upper" "$TREE_N" 16
+	mount_peer "$WORK/ptree" "$WORK/ptree-layers"
+	for ((rep = 1; rep <= REPS; rep++)); do
+		REP=$rep
+		for fs in "${FSES[@]}"; do
+			drop_caches 2
+			sleep 1 # let the daemons take the FORGETs that follow
+			helper "$HB/smallfiles" stattree "${MNT[$fs]}" "$TREE_N" 16 "$TREE_STATS" "$rep"
+			rec tree_stat "$fs" "$(val stattree)"
+		done
+		# purge all with files but no volatile unit at all: what does the file count cost?
+		helper "$HB/purgebench" purge "$WORK/vtree" "$tree_pid" 0
+		rec tree_purge_ms vfs "$(awk '$1 == "purge_s" { printf "%.3f", $2 * 1000 }' "$WORK/out")"
+	done
+	unmount_one "$WORK/ptree"
+	unmount_one "$WORK/ptree-layers"
+	unmount_one "$WORK/vtree"
+	unmount_one "$WORK/ttree"
+}
+
+# The daemon's VmRSS every 10 ms while FLOOD_SIZE of volatile files is written under a 256M
+# limit, plotted with the limit and the low mark.
+phase_flood() {
+	local mp=$WORK/vflood tsv=$OUT/rss-flood.tsv limit low t0 ts te
+	mount_vfs "$mp" memory_limit=256M
+	limit=$(getfattr --absolute-names --only-values -n user.volatile.stats "$mp" | awk -F= '$1 == "memory_limit" { print $2 / 1048576 }')
+	low=$(getfattr --absolute-names --only-values -n user.volatile.stats "$mp" | awk -F= '$1 == "memory_low" { print $2 / 1048576 }')
+	t0=$(date +%s.%N)
+	"$HB/rsswatch" "$LAST_PID" 10 >"$tsv" &
+	WATCH_PID=$!
+	sleep 0.5
+	ts=$(date +%s.%N)
+	REP=1
+	helper "$HB/purgebench" flood "$mp" "$FLOOD_SIZE" 16M
+	te=$(date +%s.%N)
+	sleep 1
+	kill "$WATCH_PID"
+	wait "$WATCH_PID" 2>/dev/null || true
+	WATCH_PID=
+	rec flood_rate vfs "$(val flood_mib_per_s)"
+	rec flood_errors vfs "$(val write_errors)"
+	rec flood_peak vfs "$(awk 'BEGIN { m = 0 } $2 > m { m = $2 } END { printf "%.1f", m }' "$tsv")"
+	rec flood_over_ms vfs "$(awk -v l="$limit" '$2 > l { n++ } END { printf "%d", n * 10 }' "$tsv")"
+	unmount_one "$mp"
+	FLOOD_START=$(awk -v a="$t0" -v b="$ts" 'BEGIN { printf "%.3f", b - a }')
+	FLOOD_END=$(awk -v a="$t0" -v b="$te" 'BEGIN { printf "%.3f", b - a }')
+	plot_flood "$tsv" "$limit" "$low"
+}
+
+plot_flood() { # TSV LIMIT_MIB LOW_MIB
+	local term='pngcairo size 1100,600 font "DejaVu Sans,11"'
+	gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1 || term='png size 1100,600'
+	gnuplot >>"$WORK/helpers.log" 2>&1 <<EOF || die "gnuplot failed (see $WORK/helpers.log)"
+set terminal $term
+set output '$OUT/rss-flood.png'
+set title "volatilefs: daemon VmRSS while writing $FLOOD_SIZE of volatile files (16 MiB each, marked whole)\\nmemory\\\\_limit=${2} MiB, sampled every 10 ms"
+set xlabel 'time (s)'
+set ylabel 'VmRSS (MiB)'
+set grid
+set key bottom right box opaque
+set yrange [0:${2} * 1.4]
+set arrow 1 from $FLOOD_START, graph 0 to $FLOOD_START, graph 1 nohead dt 3 lc rgb 'gray40'
+set arrow 2 from $FLOOD_END, graph 0 to $FLOOD_END, graph 1 nohead dt 3 lc rgb 'gray40'
+set label 1 'writing starts' at $FLOOD_START, graph 0.96 offset 0.5,0 font ',9'
+set label 2 'writing ends' at $FLOOD_END, graph 0.96 offset 0.5,0 font ',9'
+plot '$1' using 1:2 with lines lw 2 lc rgb '#1f5fa8' title 'daemon VmRSS', \
+     ${2} with lines dt 2 lw 2 lc rgb '#c0392b' title sprintf('memory\\_limit (%.0f MiB)', ${2}), \
+     ${3} with lines dt 4 lw 2 lc rgb '#e67e22' title sprintf('memory\\_low (%.1f MiB)', ${3})
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------
+# The table
+
+# key|label|unit|better (up: more is better, down: less is better)
+rows() {
+	local n
+	cat <<EOF
+seqwrite|fio sequential write, $FIO_SIZE in 1 MiB blocks|MiB/s|up
+seqread_cold|fio sequential read, 1 MiB blocks, cold page cache|MiB/s|up
+seqread_warm|fio sequential read, 1 MiB blocks, warm page cache|MiB/s|up
+randread|fio random read 4 KiB, cold page cache, ${RAND_SECS} s|IOPS|up
+randread_p50|... median latency of one read|µs|down
+randread_p99|... 99th percentile latency|µs|down
+sf_create|small files: create + write 4 KiB + close ($SF_N)|ops/s|up
+sf_stat|small files: stat ($SF_N, right after the writes)|ops/s|up
+sf_restat|small files: stat again ($SF_N, attributes cached)|ops/s|up
+sf_read|small files: open + read 4 KiB + close ($SF_N)|ops/s|up
+sf_unlink|small files: unlink ($SF_N)|ops/s|up
+glyph_plain|glyph atlas 64 MiB: frames, mmap reads only|frames/s|up
+glyph_vol|glyph atlas: frames, unmark before use + mark when idle|frames/s|up
+glyph_calls|glyph atlas: mark/unmark calls in those frames|calls/s|up
+glyph_call_ns|glyph atlas: one mark or unmark call (4-64 KiB)|ns/op|down
+noop|no-op round trip: fgetxattr of a missing user.* name|ops/s|up
+noop_ioctl|refused ioctl round trip (mark with reserved != 0: EINVAL)|ops/s|up
+mark_ioctl|mark + unmark pair of 4 KiB, ioctl (libvolatilefs)|pairs/s|up
+mark_xattr|mark + unmark pair of 4 KiB, fsetxattr|pairs/s|up
+mark_ioctl_noops|ioctl pair, in no-op round trips|x|down
+mark_xattr_noops|fsetxattr pair, in no-op round trips|x|down
+purge|purge all: $PURGE_SIZE marked in 1 MiB units, setxattr purge=all|GiB/s|up
+purge_rss_freed|purge all: daemon VmRSS freed|MiB|up
+limit_ms|memory_limit 512M -> 256M with 400M volatile: until VmRSS <= 256M|ms|down
+limit_set_ms|... the setxattr itself|ms|down
+EOF
+	for n in "${SCALE_SIZES[@]}"; do
+		cat <<EOF
+scale_build_$n|$(human "$n") units: building them (batched setxattr)|ns/unit|down
+scale_mark_$n|$(human "$n") units: mark one more (ioctl)|ns/op|down
+scale_unmark_$n|$(human "$n") units: unmark one (ioctl)|ns/op|down
+scale_purge_$n|$(human "$n") units: purge all|ns/unit|down
+scale_mem_$n|$(human "$n") units: daemon memory per unit|B/unit|down
+EOF
+	done
+	cat <<EOF
+tree_create|$(human "$TREE_N") empty files in 16 dirs: create (mknod)|files/s|up
+tree_stat|$(human "$TREE_N") files: stat of $(human "$TREE_STATS") random names, cold dcache|stat/s|up
+tree_purge_ms|$(human "$TREE_N") files, no volatile unit: setxattr purge=all|ms|down
+flood_rate|RSS flood: write $FLOOD_SIZE volatile under memory_limit=256M|MiB/s|up
+flood_peak|RSS flood: peak daemon VmRSS|MiB|down
+flood_over_ms|RSS flood: time VmRSS was over the limit (10 ms samples)|ms|down
+flood_errors|RSS flood: failed writes|count|down
+EOF
+}
+
+human() { # 1000 -> 1k, 1000000 -> 1M
+	awk -v n="$1" 'BEGIN { if (n >= 1e6 && n % 1e6 == 0) printf "%dM", n / 1e6;
+		else if (n >= 1e3 && n % 1e3 == 0) printf "%dk", n / 1e3; else printf "%d", n }'
+}
+
+# Medians per (key, fs) from the raw file: "key fs median min max count" lines.
+medians() {
+	sort -t $'\t' -k1,1 -k2,2 -k4,4g "$RAW" | awk -F'\t' '
+		function flush() {
+			if (!n) return
+			m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+			printf "%s %s %s %s %s %d\n", pk, pf, m, v[1], v[n], n
+			n = 0
+		}
+		{ if ($1 != pk || $2 != pf) { flush(); pk = $1; pf = $2 } v[++n] = $4 }
+		END { flush() }'
+}
+
+table() {
+	local med
+	med=$(medians)
+	rows | awk -F'|' -v med="$med" '
+		function fmt(x) {
+			if (x == "") return "n/a"
+			x += 0
+			if (x == int(x)) return sprintf("%d", x)
+			if (x >= 100 || x <= -100) return sprintf("%.0f", x)
+			if (x >= 10 || x <= -10) return sprintf("%.1f", x)
+			return sprintf("%.2f", x)
+		}
+		function ratio(a, b) {
+			if (a == "" || b == "" || b + 0 == 0) return "n/a"
+			return sprintf("%.2f", a / b)
+		}
+		BEGIN {
+			n = split(med, L, "\n")
+			for (i = 1; i <= n; i++) {
+				split(L[i], f, " ")
+				m[f[1], f[2]] = f[3]; lo[f[1], f[2]] = f[4]; hi[f[1], f[2]] = f[5]
+				cnt[f[1], f[2]] = f[6]
+			}
+			print "| workload | unit | tmpfs | volatilefs | fuse-overlayfs | volatilefs/tmpfs | volatilefs/fuse-overlayfs | volatilefs min-max (n) |"
+			print "|---|---|---:|---:|---:|---:|---:|---:|"
+		}
+		{
+			k = $1
+			if (!((k, "tmpfs") in m) && !((k, "vfs") in m) && !((k, "peer") in m)) next
+			t = (k, "tmpfs") in m ? m[k, "tmpfs"] : ""
+			v = (k, "vfs") in m ? m[k, "vfs"] : ""
+			p = (k, "peer") in m ? m[k, "peer"] : ""
+			spread = v == "" ? "" : fmt(lo[k, "vfs"]) "-" fmt(hi[k, "vfs"]) " (" cnt[k, "vfs"] ")"
+			printf "| %s | %s %s | %s | %s | %s | %s | %s | %s |\n", $2, $3,
+				$4 == "up" ? "↑" : "↓", fmt(t), fmt(v), fmt(p), ratio(v, t), ratio(v, p), spread
+		}'
+}
+
+# ---------------------------------------------------------------------------------------------
+
+main() {
+	local quick=0 reps="" only=$ALL_GROUPS out="" cmd group fs rep start here
+	cmd=$(printf '%q ' "$0" "$@")
+	cmd=${cmd% }
+	while [[ $# -gt 0 ]]; do
+		case $1 in
+		--quick) quick=1 ;;
+		--reps)
+			[[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--reps needs a positive number"
+			reps=$2
+			shift
+			;;
+		--only)
+			[[ -n ${2:-} ]] || die "--only needs a list of groups"
+			only=${2//,/ }
+			shift
+			;;
+		--out)
+			[[ -n ${2:-} ]] || die "--out needs a directory"
+			out=$2
+			shift
+			;;
+		-h | --help)
+			usage
+			exit 0
+			;;
+		*)
+			usage >&2
+			exit 2
+			;;
+		esac
+		shift
+	done
+	for group in $only; do
+		[[ " $ALL_GROUPS " == *" $group "* ]] || die "unknown group '$group' (groups: $ALL_GROUPS)"
+	done
+	ONLY=$only
+
+	[[ $(id -u) -eq 0 ]] || die "run as root: it mounts tmpfs and drops the kernel's caches"
+	[[ -c /dev/fuse ]] || die "/dev/fuse is missing: nothing can be mounted with FUSE here"
+
+	here=$(dirname -- "$(readlink -f -- "${BASH_SOURCE[0]}")")
+	ROOT=$(cd -- "$here/.." && pwd)
+	BUILD=$ROOT/build-bench
+	OUT=$(realpath -m -- "${out:-$ROOT/bench/results}")
+	mkdir -p "$OUT"
+
+	if ((quick)); then
+		REPS=${reps:-3} FIO_SIZE=256M RAND_SECS=1 SF_N=2000 GLYPH_FRAMES=300 PAIR_SECS=0.3
+		PURGE_SIZE=256M SCALE_SIZES=(1000 10000 100000) SCALE_SAMPLE=1000
+		TREE_N=100000 TREE_STATS=10000 FLOOD_SIZE=512M
+	else
+		REPS=${reps:-5} FIO_SIZE=1G RAND_SECS=5 SF_N=10000 GLYPH_FRAMES=2000 PAIR_SECS=2
+		PURGE_SIZE=1G SCALE_SIZES=(1000 100000 1000000) SCALE_SAMPLE=10000
+		TREE_N=1000000 TREE_STATS=50000 FLOOD_SIZE=1G
+	fi
+
+	install_missing "${PKGS[@]}"
+	WORK=$(mktemp -d /tmp/vfsbench.XXXXXX)
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	RAW=$WORK/raw.tsv
+	: >"$RAW"
+	build
+
+	start=$(date +%s)
+	local -a loop_groups=()
+	for group in fio small glyph mark purge limit scale; do
+		[[ " $only " == *" $group "* ]] && loop_groups+=("$group")
+	done
+	if [[ ${#loop_groups[@]} -gt 0 ]]; then
+		MNT[tmpfs]=$WORK/tmpfs MNT[vfs]=$WORK/vfs MNT[peer]=$WORK/peer
+		mount_tmpfs "$WORK/tmpfs" 8G
+		mount_vfs "$WORK/vfs" memory_limit=4G
+		VFS_PID=$LAST_PID
+		mount_tmpfs "$WORK/peer-layers" 8G
+		mount_peer "$WORK/peer" "$WORK/peer-layers"
+		for ((rep = 1; rep <= REPS; rep++)); do
+			REP=$rep
+			say "repetition $rep of $REPS: ${loop_groups[*]}"
+			for group in "${loop_groups[@]}"; do
+				for fs in "${FSES[@]}"; do
+					"wl_$group" "$fs"
+				done
+			done
+		done
+		unmount_one "$WORK/peer"
+		unmount_one "$WORK/peer-layers"
+		unmount_one "$WORK/vfs"
+		unmount_one "$WORK/tmpfs"
+	fi
+	if [[ " $only " == *" tree "* ]]; then
+		say "tree: $TREE_N files"
+		phase_tree
+	fi
+	FLOOD_START=0 FLOOD_END=0
+	if [[ " $only " == *" flood "* ]]; then
+		say "RSS flood: $FLOOD_SIZE under memory_limit=256M"
+		phase_flood
+	fi
+	report "$cmd" "$quick" "$(($(date +%s) - start))"
+}
+
+report() { # COMMAND QUICK SECONDS
+	local md=$OUT/latest.md tbl cpu mem fusever ovlver commit
+	tbl=$(table)
+	cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+	mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+	fusever=$(pkg-config --modversion fuse3 2>/dev/null || echo '?')
+	ovlver=$(fuse-overlayfs --version 2>/dev/null | awk '/fuse-overlayfs/ { print $3; exit }')
+	commit=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')
+	cp "$RAW" "$OUT/latest-raw.tsv"
+	{
+		echo "# volatilefs benchmarks"
+		echo
+		if (($2)); then
+			echo "**Preliminary: a --quick run (fewer repetitions, smaller sizes).** Figures are"
+			echo "only as quiet as the machine was; compare the ratios, not absolute figures."
+		else
+			echo "Figures are only as quiet as the machine was; compare the ratios, not absolute figures."
+		fi
+		echo
+		echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+		echo "- command: \`$1\` (workloads took $3 s)"
+		# shellcheck disable=SC1091
+		echo "- machine: $cpu, $(nproc) CPUs, $mem RAM; $(. /etc/os-release && echo "$PRETTY_NAME")"
+		echo "- kernel: $(uname -r)"
+		echo "- volatilefs: $commit (release build, memory_limit=4G unless stated); libfuse $fusever;" \
+			"fuse-overlayfs $ovlver; $(fio --version)"
+		echo "- repetitions: $REPS, interleaved (each repetition runs each workload on tmpfs, then" \
+			"volatilefs, then fuse-overlayfs); medians shown. Raw figures: [latest-raw.tsv](latest-raw.tsv)"
+		echo
+		echo "$tbl"
+		echo
+		echo "↑: more is better, ↓: less is better. n/a: the filesystem cannot run it (volatile ranges exist"
+		echo "on volatilefs only) or it was not run."
+		echo
+		echo "## What each row measures"
+		echo
+		cat <<EOF
+- **fio**: one job, \`ioengine=psync\`, \`fallocate=none\`; the write ends with an fsync. Cold reads
+  follow \`sync; echo 3 > /proc/sys/vm/drop_caches\`; on tmpfs that changes nothing (its pages
+  are the page cache), so there cold = warm. The random read runs for a fixed time over the
+  whole file with readahead off (fio's \`fadvise_hint\`), so on FUSE nearly every read is a
+  request to the daemon.
+- **small files** (bench/smallfiles.c): in one fresh directory, N times create + write 4 KiB +
+  close, then N stats, N stats again, N open + read + close, N unlinks, in creation order;
+  the kernel caches stay as the phase before left them. The first stats follow the writes,
+  which make the kernel drop the attributes it had (so a FUSE stat asks the daemon); the
+  second find them cached. Rates from \`clock_gettime\` around each phase.
+- **glyph atlas** (bench/glyphbench.c): a 64 MiB file of entries of 4-64 KiB read through a
+  shared mmap; 48 entry uses a frame, 80% from a hot tenth. "mmap reads only" on every
+  filesystem; on volatilefs also with every entry marked volatile while idle (4 frames unused)
+  and unmarked (libvolatilefs) before use, regenerating it if the unmark says it was purged.
+  Nothing is purged here (4G limit): it is the cost of the calls. Every use checks its data.
+- **no-op round trip**: \`fgetxattr(fd, "user.bench.noop")\` on an open file. The kernel caches
+  no xattrs, so on FUSE each call is one request to the daemon, which answers ENODATA (on
+  volatilefs from an atomic flag, without a lock). On tmpfs it stays in the kernel. The
+  "refused ioctl" is a \`VOLATILEFS_IOC_MARK\` with its reserved field set, which the daemon
+  answers EINVAL before doing anything: the floor for one ioctl round trip.
+- **mark + unmark pairs** (bench/markbench.c): the same 4 KiB page of a 64 KiB file, marked and
+  unmarked, by the ioctls and by \`fsetxattr\`. "In no-op round trips": the pair's time over the
+  no-op's; 2.0 would mean each call costs no more than an empty round trip.
+- **purge all** (bench/purgebench.c): $PURGE_SIZE written into 16 files and marked in 1 MiB units,
+  then \`setxattr(root, "user.volatile.purge", "all")\` timed; GiB/s = the volatile bytes over
+  that time; "VmRSS freed" is the daemon's VmRSS just before minus just after.
+- **memory_limit**: a mount of its own with \`memory_limit=512M\`, 400 MiB written and marked in
+  1 MiB units, then \`user.volatile.memory_limit\` set to 256M while a thread polls the daemon's
+  VmRSS every millisecond: time from the start of the setxattr until VmRSS <= 256 MiB.
+- **units** (bench/markbench.c scale): N units of one page with a page gap between them in one
+  sparse file (bookkeeping only, no data), built with batched setxattr; then, at that size,
+  ${SCALE_SAMPLE} random units unmarked and marked again with the ioctls (timed one by one), then
+  purge all. Memory per unit: the daemon's VmRSS growth while building over N. The same
+  no-op round trip above is the floor for one ioctl.
+- **files** (bench/smallfiles.c mktree/stattree): $(human "$TREE_N") empty files in 16 directories on
+  mounts of their own, made with mknod; fuse-overlayfs's are made directly in its upperdir on
+  tmpfs before mounting (through FUSE it would take longer than the whole run), so it has no
+  create figure. Each repetition drops dentries and inodes (\`echo 2 > drop_caches\`, then 1 s
+  for the FORGETs) and stats $(human "$TREE_STATS") distinct random names by full path. tmpfs
+  dentries cannot be dropped: its figure is a warm one. On the volatilefs tree, each
+  repetition also times \`user.volatile.purge=all\` on the root with no volatile unit on the
+  mount: nothing to purge, so any time it takes is the cost of the file count.
+- **RSS flood**: a mount with \`memory_limit=256M\`; $FLOOD_SIZE written as 16 MiB files, each
+  marked volatile whole (one unit, length 0) before it is written; the daemon's VmRSS sampled
+  every 10 ms (bench/rsswatch.c).
+EOF
+		if [[ -f $OUT/rss-flood.png && " $ONLY " == *" flood "* ]]; then
+			echo
+			echo "## RSS during a write flood of volatile data"
+			echo
+			echo "![daemon VmRSS during the flood](rss-flood.png)"
+			echo
+			echo "Samples: [rss-flood.tsv](rss-flood.tsv) (seconds, MiB)."
+		fi
+	} >"$md"
+	echo
+	echo "$tbl"
+	echo
+	say "saved to $md"
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	main "$@"
+fi
