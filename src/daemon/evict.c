@@ -135,6 +135,12 @@ static uint64_t evict_loop(struct fs *fs, bool (*more)(struct fs *, uint64_t, ui
 	return freed;
 }
 
+static bool always_more(struct fs *fs, uint64_t freed, uint64_t arg)
+{
+	(void)fs; (void)freed; (void)arg;
+	return true;
+}
+
 static bool over_target(struct fs *fs, uint64_t freed, uint64_t target)
 {
 	(void)freed;
@@ -177,36 +183,44 @@ static int64_t purge_file_locked(struct fs *fs, struct inode *n)
 
 /*
  * "all" means every unit, also those that hold no memory (a sparse or
- * already purged range whose bytes then join the purged set), so walk
- * the files rather than the lists.  ns_lock held for reading keeps the
- * inode table still: nodes come and go only under it held for writing.
+ * already purged range whose bytes then join the purged set), so visit
+ * every file that has units: lru->files, not the purge lists, and not
+ * the whole inode table (files without units cost nothing here).
+ * ns_lock held for reading keeps those files alive.
  */
 uint64_t evict_all(struct fs *fs)
 {
-	uint64_t freed = 0;
-
 	struct unlink_list pending = { 0 };
+	struct inode **files = NULL;
+	uint64_t freed = 0, total;
+	size_t n = 0;
 
 	pthread_mutex_lock(&fs->evict_lock);
 	pthread_rwlock_rdlock(&fs->ns_lock);
-	for (struct inode *n = fs->itable.head.next; n != &fs->itable.head; n = n->next) {
+	lru_files(&fs->lru, NULL, 0, &total);
+	if (total && (files = calloc(total, sizeof(*files))) != NULL)
+		n = lru_files(&fs->lru, files, total, &total);
+	/* Out of memory for the list: purge what the lists know of. */
+	for (size_t i = 0; i < n; i++) {
+		struct inode *f = files[i];
 		int64_t got = 0;
 
-		if (!S_ISREG(n->mode))
-			continue;
-		pthread_rwlock_wrlock(&n->lock);
-		if (n->units.count && !skip_open(n)) {
-			got = purge_file_locked(fs, n);
-			if (got >= 0 && n->auto_unlink)
-				unlink_later(&pending, n);
+		pthread_rwlock_wrlock(&f->lock);
+		if (f->units.count && !skip_open(f)) {
+			got = purge_file_locked(fs, f);
+			if (got >= 0 && f->auto_unlink)
+				unlink_later(&pending, f);
 		}
-		pthread_rwlock_unlock(&n->lock);
+		pthread_rwlock_unlock(&f->lock);
 		if (got > 0)
 			freed += (uint64_t)got;
 	}
 	pthread_rwlock_unlock(&fs->ns_lock);
 	unlink_pending(fs, &pending);
 	pthread_mutex_unlock(&fs->evict_lock);
+	free(files);
+	if (total && !files)
+		freed += evict_loop(fs, always_more, 0);
 	return freed * PG;
 }
 

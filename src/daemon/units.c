@@ -45,8 +45,8 @@ void lru_destroy(struct lru *l)
 
 void units_init(struct units *us)
 {
+	memset(us, 0, sizeof(*us));
 	RB_INIT(&us->tree);
-	us->count = 0;
 }
 
 struct unit *unit_alloc(void)
@@ -93,6 +93,48 @@ static void list_after_locked(struct unit *after, struct unit *u)
 	u->listed = true;
 }
 
+/* A file's first unit came or its last went.  lru->lock held. */
+static void file_list_locked(struct lru *l, struct units *us, struct inode *n)
+{
+	if (us->listed)
+		return;
+	us->inode = n;
+	us->fprev = NULL;
+	us->fnext = l->files;
+	if (l->files)
+		l->files->fprev = us;
+	l->files = us;
+	us->listed = true;
+	l->nfiles++;
+}
+
+static void file_unlist_locked(struct lru *l, struct units *us)
+{
+	if (!us->listed)
+		return;
+	if (us->fprev)
+		us->fprev->fnext = us->fnext;
+	else
+		l->files = us->fnext;
+	if (us->fnext)
+		us->fnext->fprev = us->fprev;
+	us->fprev = us->fnext = NULL;
+	us->listed = false;
+	l->nfiles--;
+}
+
+size_t lru_files(struct lru *l, struct inode **out, size_t max, uint64_t *total)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&l->lock);
+	*total = l->nfiles;
+	for (struct units *us = l->files; us && n < max; us = us->fnext)
+		out[n++] = us->inode;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
 static void resident_add(struct lru *l, struct unit *u, int64_t pages)
 {
 	u->resident = (uint64_t)((int64_t)u->resident + pages);
@@ -109,6 +151,8 @@ static void unit_release(struct lru *l, struct units *us, struct unit *u)
 	pthread_mutex_lock(&l->lock);
 	unlist_locked(u);
 	l->units--;
+	if (!us->count)
+		file_unlist_locked(l, us);
 	if (u->pinned) {
 		u->dead = true;
 		u = NULL;
@@ -186,6 +230,7 @@ void units_mark(struct lru *l, struct inode *n, struct units *us, const struct p
 	resident_add(l, spare, (int64_t)count_pages(pm, start, end));
 	pthread_mutex_lock(&l->lock);
 	l->units++;
+	file_list_locked(l, us, n);
 	if (spare->resident)
 		list_tail_locked(l, spare);
 	pthread_mutex_unlock(&l->lock);

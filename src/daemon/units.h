@@ -75,15 +75,30 @@ struct lru {
 	struct unit heads[LRU_LISTS];    /* sentinels */
 	_Atomic uint64_t units;          /* all units, listed or not */
 	_Atomic uint64_t resident;       /* pages held by all units */
+	struct units *files;             /* files with units; lru->lock */
+	uint64_t nfiles;                 /* lru->lock */
 };
+
+/*
+ * The files that have units now (at most max of them), for purging
+ * "all".  Caller holds fs->ns_lock so they stay alive.  Returns the count
+ * stored; *total is how many there are.
+ */
+size_t lru_files(struct lru *l, struct inode **out, size_t max, uint64_t *total);
 
 int lru_init(struct lru *l);
 void lru_destroy(struct lru *l);
 
-/* The per-file part, in the inode. */
+/*
+ * The per-file part, in the inode.  A file with at least one unit is
+ * also on lru->files, so purging "all" visits only such files.
+ */
 struct units {
 	struct unit_tree tree;
-	uint64_t count;
+	uint64_t count;                  /* inode lock */
+	struct units *fprev, *fnext;     /* lru->files; lru->lock */
+	struct inode *inode;             /* set when first listed */
+	bool listed;                     /* lru->lock */
 };
 
 void units_init(struct units *u);
