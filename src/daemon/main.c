@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,23 @@ static void drop_mount_source(int *argc, char *argv[])
 	argv[*argc] = NULL;
 }
 
+/* Did the command line ask for default_permissions in an -o list? */
+static bool asked_default_permissions(int argc, char *argv[])
+{
+	for (int i = 1; i < argc; i++) {
+		const char *o = NULL;
+
+		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+			o = argv[++i];
+		else if (strncmp(argv[i], "-o", 2) == 0)
+			o = argv[i] + 2;
+		for (const char *p = o; p && (p = strstr(p, "default_permissions")) != NULL; p++)
+			if ((p == o || p[-1] == ',') && (p[19] == '\0' || p[19] == ','))
+				return true;
+	}
+	return false;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args;
@@ -101,6 +119,19 @@ int main(int argc, char *argv[])
 	}
 	if (!copts.mountpoint) {
 		fprintf(stderr, "volatilefs: no mountpoint given (try --help)\n");
+		goto out_opts;
+	}
+	/*
+	 * With a /dev/fd/N mountpoint (mount.fuse3 -o drop_privileges) the
+	 * kernel mount was made by the caller, with the caller's options:
+	 * our default_permissions below cannot reach it.  mount.fuse3 hands
+	 * the daemon the options it mounted with, so insist on seeing it.
+	 */
+	if (strncmp(copts.mountpoint, "/dev/fd/", 8) == 0 &&
+	    !asked_default_permissions(argc, argv)) {
+		fprintf(stderr, "volatilefs: %s: the kernel mount was made by the caller and must "
+			"include default_permissions (add -o default_permissions); without it "
+			"every user could read every file\n", copts.mountpoint);
 		goto out_opts;
 	}
 	if (fuse_opt_add_arg(&args, "-odefault_permissions") != 0) {

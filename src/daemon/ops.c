@@ -193,6 +193,33 @@ static void vfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	fuse_reply_attr(req, &st, CACHE_TIMEOUT);
 }
 
+/*
+ * tmpfs drops S_ISGID when a user outside the file's group writes or
+ * truncates, even without group execute (the VFS's
+ * setattr_should_drop_sgid); the FUSE kernel's own clearing, without
+ * handle_killpriv, covers only the group-execute case (and S_ISUID).
+ * Do the rest here, before the change, as the VFS does.
+ */
+static void drop_sgid(fuse_req_t req, struct inode *n)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fs_setattr sa = { .valid = FS_SET_MODE };
+	gid_t groups[64];
+	struct stat st;
+	int ng;
+
+	fs_getattr(fs_of(req), n, &st);
+	if (!(st.st_mode & S_ISGID) || (st.st_mode & S_IXGRP) || ctx->uid == 0 ||
+	    ctx->gid == st.st_gid)
+		return;
+	ng = fuse_req_getgroups(req, 64, groups);
+	for (int i = 0; i < ng && i < 64; i++)
+		if (groups[i] == st.st_gid)
+			return;
+	sa.mode = st.st_mode & ~(mode_t)S_ISGID;
+	fs_setattr(fs_of(req), n, &sa, &st);
+}
+
 static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			struct fuse_file_info *fi)
 {
@@ -209,6 +236,8 @@ static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			fuse_reply_err(req, EINVAL);
 			return;
 		}
+		if (!(to_set & FUSE_SET_ATTR_MODE))
+			drop_sgid(req, node_of(req, ino));
 		sa.valid |= FS_SET_SIZE;
 		sa.size = (uint64_t)attr->st_size;
 	}
@@ -396,6 +425,7 @@ static void vfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	drop_sgid(req, node_of(req, ino));
 	n = fs_write(fs_of(req), node_of(req, ino), (uint64_t)off, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
