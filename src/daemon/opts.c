@@ -49,16 +49,22 @@ struct raw_opts {
 	char *memory_limit, *memory_low, *mode, *uid, *gid, *purged_read, *write_policy, *auto_;
 };
 
-#define RAW(t, f) { t, offsetof(struct raw_opts, f), 0 }
+/*
+ * Our options arrive as keys, not "%s" templates: libfuse's templates
+ * overwrite the stored string when an option is repeated and leak the
+ * first copy (found by tests/fuzz/fuzz_opts.c).  The key is the offset
+ * of the field in struct raw_opts; the last value given wins.
+ */
+#define RAW(t, f) FUSE_OPT_KEY(t, (int)offsetof(struct raw_opts, f))
 static const struct fuse_opt opt_table[] = {
-	RAW("memory_limit=%s", memory_limit),
-	RAW("memory_low=%s", memory_low),
-	RAW("mode=%s", mode),
-	RAW("uid=%s", uid),
-	RAW("gid=%s", gid),
-	RAW("purged_read=%s", purged_read),
-	RAW("write_policy=%s", write_policy),
-	RAW("auto=%s", auto_),
+	RAW("memory_limit=", memory_limit),
+	RAW("memory_low=", memory_low),
+	RAW("mode=", mode),
+	RAW("uid=", uid),
+	RAW("gid=", gid),
+	RAW("purged_read=", purged_read),
+	RAW("write_policy=", write_policy),
+	RAW("auto=", auto_),
 	FUSE_OPT_END
 };
 
@@ -77,10 +83,23 @@ static bool is_fstab_noise(const char *opt)
 	return strncmp(opt, "x-", 2) == 0 || strncmp(opt, "comment=", 8) == 0;
 }
 
-/* Drop fstab noise; keep whatever else is not ours for libfuse. */
+/*
+ * Ours: store the value (after the '=') in its field.  fstab noise:
+ * drop.  Anything else: keep for libfuse.
+ */
 static int keep_other(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
-	(void)data; (void)outargs;
+	(void)outargs;
+	if (key >= 0) {
+		char **field = (char **)((char *)data + key);
+		char *value = strdup(strchr(arg, '=') + 1);
+
+		if (!value)
+			return -1;
+		free(*field);
+		*field = value;
+		return 0;
+	}
 	if (key == FUSE_OPT_KEY_OPT && is_fstab_noise(arg))
 		return 0;
 	return 1;

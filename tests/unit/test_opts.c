@@ -113,6 +113,21 @@ START_TEST(parse_takes_our_options_and_keeps_the_rest)
 }
 END_TEST
 
+START_TEST(parse_repeated_option_last_wins)
+{
+	struct fuse_args args;
+	struct opts o;
+	char err[256];
+
+	/* libfuse's "%s" templates leaked the first value here (fuzz_opts) */
+	ck_assert_int_eq(parse("memory_limit=1M,mode=700,memory_limit=2M,mode=755", &o, err,
+			       &args), 0);
+	ck_assert_uint_eq(o.memory_limit, 2ull << 20);
+	ck_assert_uint_eq(o.mode, 0755);
+	fuse_opt_free_args(&args);
+}
+END_TEST
+
 START_TEST(parse_drops_fstab_noise)
 {
 	struct fuse_args args;
@@ -164,6 +179,7 @@ int main(void)
 	tcase_add_test(tc, parse_takes_our_options_and_keeps_the_rest);
 	tcase_add_test(tc, parse_rejects_bad_values_with_a_message);
 	tcase_add_test(tc, parse_drops_fstab_noise);
+	tcase_add_test(tc, parse_repeated_option_last_wins);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
