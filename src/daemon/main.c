@@ -12,6 +12,7 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -83,6 +84,63 @@ static bool asked_default_permissions(int argc, char *argv[])
 	return false;
 }
 
+/*
+ * The FUSE connection number of our mount (its device minor), from
+ * /proc/self/mountinfo, or -1.  Read without touching the mount.
+ */
+static int fuse_connection(const char *mountpoint)
+{
+	char line[4096], mp[4096], path[PATH_MAX];
+	unsigned major, minor;
+	int conn = -1;
+	FILE *f;
+
+	if (!realpath(mountpoint, path))
+		return -1;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *dash = strstr(line, " - ");
+		size_t j = 0;
+
+		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &major, &minor, mp) != 3 || !dash ||
+		    strncmp(dash + 3, "fuse", 4) != 0)
+			continue;
+		/* mountinfo escapes space, tab, newline and backslash as \ooo */
+		for (size_t i = 0; mp[i]; i++, j++) {
+			if (mp[i] == '\\' && mp[i + 1] && mp[i + 2] && mp[i + 3]) {
+				mp[j] = (char)((mp[i + 1] - '0') * 64 + (mp[i + 2] - '0') * 8 +
+					       (mp[i + 3] - '0'));
+				i += 3;
+			} else {
+				mp[j] = mp[i];
+			}
+		}
+		mp[j] = '\0';
+		if (strcmp(mp, path) == 0)
+			conn = (int)minor; /* the last one mounted there is ours */
+	}
+	fclose(f);
+	return conn;
+}
+
+/* Abort our FUSE connection (as `echo 1 > .../abort`): pending requests fail. */
+static void abort_connection(int conn)
+{
+	char path[64];
+	FILE *f;
+
+	if (conn < 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%d/abort", conn);
+	f = fopen(path, "we");
+	if (f) {
+		fputs("1", f);
+		fclose(f);
+	}
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args;
@@ -91,6 +149,7 @@ int main(int argc, char *argv[])
 	struct fuse_session *se;
 	struct notifier nt;
 	struct fs_config cfg;
+	int conn = -1;
 	struct opts o;
 	struct fs fs;
 	char err[256];
@@ -173,6 +232,8 @@ int main(int argc, char *argv[])
 		ret = 1;
 		goto out_unmount;
 	}
+	if (strncmp(copts.mountpoint, "/dev/fd/", 8) != 0)
+		conn = fuse_connection(copts.mountpoint);
 	ret = notifier_start(&nt, se, &fs);
 	if (ret) {
 		fprintf(stderr, "volatilefs: cannot start the notifier: %s\n", strerror(-ret));
@@ -206,15 +267,31 @@ int main(int argc, char *argv[])
 	ret = (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
 
 	evict_monitor_stop(&fs);
+	/*
+	 * Unmount before stopping the notifier: an invalidation in flight
+	 * may be waiting for the kernel to launder a dirty mapping through a
+	 * WRITE that no worker will serve now.  Unmounting closes the
+	 * connection, which fails that WRITE and lets the notifier finish.
+	 */
+	fuse_session_unmount(se);
+	/*
+	 * If it is still stuck, the WRITE it waits for is queued on a
+	 * connection nobody serves: abort the connection (root only, as the
+	 * connections directory is), and wait for good.
+	 */
+	if (!notifier_stop(&nt, 2000)) {
+		abort_connection(conn);
+		notifier_stop(&nt, -1);
+	}
 out_notifier:
-	notifier_stop(&nt);
+	notifier_stop(&nt, -1);
 	fs.hooks.purged = NULL;
 	fs.hooks.wake = NULL;
 	fs.hooks.unlinked = NULL;
 	fs.hooks.wait = NULL;
 out_unmount:
 	ops_thread_cleanup();
-	fuse_session_unmount(se);
+	fuse_session_unmount(se); /* does nothing the second time */
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs.h"
 
@@ -148,13 +149,44 @@ static void hook_unlinked(void *ctx, struct inode *dir, struct inode *child, con
 	pthread_mutex_unlock(&nt->lock);
 }
 
+/*
+ * Reporters wait in request handlers, on worker threads, while the
+ * invalidation they wait for may itself need a worker: invalidating a
+ * dirty shared mapping launders it with a WRITE request.  So the waiters
+ * may never hold all the workers (faults.sh: 80 reporters against a
+ * dirty mapping deadlocked 64 workers).  At most NOTIFY_MAX_WAITERS wait,
+ * each at most NOTIFY_WAIT_MS; the others wait NOTIFY_OVERFLOW_MS at
+ * most.  A report that times out goes out before the kernel has dropped
+ * the discarded pages: a liveness-over-ordering choice that only such an
+ * overload can reach.
+ */
+#define NOTIFY_MAX_WAITERS 16
+#define NOTIFY_WAIT_MS 5000
+#define NOTIFY_OVERFLOW_MS 200
+
 static void hook_wait(void *ctx, uint64_t seq)
 {
 	struct notifier *nt = ctx;
+	struct timespec deadline;
+	long ms;
 
 	pthread_mutex_lock(&nt->lock);
+	if (nt->done_seq >= seq || nt->stop)
+		goto out_unlock;
+	ms = nt->waiters < NOTIFY_MAX_WAITERS ? NOTIFY_WAIT_MS : NOTIFY_OVERFLOW_MS;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += ms / 1000;
+	deadline.tv_nsec += (ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	nt->waiters++;
 	while (nt->done_seq < seq && !nt->stop)
-		pthread_cond_wait(&nt->done, &nt->lock);
+		if (pthread_cond_timedwait(&nt->done, &nt->lock, &deadline) == ETIMEDOUT)
+			break;
+	nt->waiters--;
+out_unlock:
 	pthread_mutex_unlock(&nt->lock);
 }
 
@@ -176,8 +208,16 @@ int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs)
 		return -ret;
 	if ((ret = pthread_cond_init(&nt->work, NULL)) != 0)
 		goto out_lock;
-	if ((ret = pthread_cond_init(&nt->done, NULL)) != 0)
-		goto out_work;
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		ret = pthread_cond_init(&nt->done, &ca);
+		pthread_condattr_destroy(&ca);
+		if (ret)
+			goto out_work;
+	}
 	if ((ret = pthread_create(&nt->thread, NULL, notifier_main, nt)) != 0)
 		goto out_done;
 	nt->running = true;
@@ -198,18 +238,33 @@ out_lock:
 	return -ret;
 }
 
-void notifier_stop(struct notifier *nt)
+bool notifier_stop(struct notifier *nt, int timeout_ms)
 {
 	if (!nt->running)
-		return;
+		return true;
 	pthread_mutex_lock(&nt->lock);
 	nt->stop = true;
 	pthread_cond_broadcast(&nt->work);
 	pthread_cond_broadcast(&nt->done);
 	pthread_mutex_unlock(&nt->lock);
-	pthread_join(nt->thread, NULL);
+	if (timeout_ms >= 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += timeout_ms / 1000;
+		ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(nt->thread, NULL, &ts) != 0)
+			return false; /* still in the kernel; call again */
+	} else {
+		pthread_join(nt->thread, NULL);
+	}
 	pthread_cond_destroy(&nt->done);
 	pthread_cond_destroy(&nt->work);
 	pthread_mutex_destroy(&nt->lock);
 	nt->running = false;
+	return true;
 }

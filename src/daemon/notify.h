@@ -40,6 +40,7 @@ struct notifier {
 	struct nevent *head, *tail;
 	uint64_t next_seq;     /* last sequence number handed out */
 	uint64_t done_seq;     /* last sequence number delivered */
+	unsigned waiters;      /* reporters waiting for done_seq */
 	bool stop;
 	bool running;
 	pthread_t thread;
@@ -47,7 +48,11 @@ struct notifier {
 
 /* Start the thread for session se and fill fs's hooks to feed it.  Zero or -errno. */
 int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs);
-/* Deliver what is queued, then stop the thread. */
-void notifier_stop(struct notifier *nt);
+/*
+ * Deliver what is queued, then stop the thread.  With timeout_ms >= 0,
+ * give up after that long and return false (the thread is stuck in the
+ * kernel; the caller may abort the connection and call again with -1).
+ */
+bool notifier_stop(struct notifier *nt, int timeout_ms);
 
 #endif
