@@ -20,8 +20,9 @@
 # would count), UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 and VFS_FIO_SIZE=256M (the
 # mount tests' meson.build raises the ENOSPC test's limit for sanitizer builds), and gives every
 # test three times its timeout. VFS_TEST_SKIP_ASAN=1 skips it (the summary says so).
-# A ThreadSanitizer build then runs the threaded unit suites and the
-# concurrency and library mount tests (VFS_TEST_SKIP_TSAN=1 skips it, and so do arguments,
+# Last, contrib/fuzz.sh fuzzes the value and option parsers for 30 s each
+# (VFS_TEST_SKIP_FUZZ=1 skips it). A ThreadSanitizer build before it runs
+# the threaded unit suites and the concurrency and library mount tests (VFS_TEST_SKIP_TSAN=1 skips it, and so do arguments,
 # which select tests).
 set -euo pipefail
 
@@ -201,6 +202,17 @@ main() {
 		run_build tsan "$TSAN_DIR" --timeout-multiplier 3 \
 			unit-fs unit-vol mount-concurrency mount-libvol -- \
 			-Dtests=true -Db_sanitize=thread -Db_lundef=false
+	fi
+
+	# libFuzzer: the value parsers and the option parser, 30 s each, and
+	# every saved regression input (contrib/fuzz.sh builds with clang).
+	if [[ ${VFS_TEST_SKIP_FUZZ:-0} == 1 || $# -gt 0 ]]; then
+		summary+=("fuzz: skipped")
+	elif FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_FRESH=1 contrib/fuzz.sh fuzz_grammar fuzz_opts; then
+		summary+=("fuzz: fuzz_grammar and fuzz_opts, no crash, regressions pass")
+	else
+		summary+=("fuzz: FAILED (see build-fuzz/)")
+		failed=1
 	fi
 
 	echo

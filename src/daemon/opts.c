@@ -138,7 +138,8 @@ int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
 	err[0] = '\0';
 	if (fuse_opt_parse(args, &raw, opt_table, keep_other) == -1) {
 		snprintf(err, errlen, "cannot parse the options");
-		return -EINVAL;
+		ret = -EINVAL;
+		goto out; /* values stored before the failure are ours to free */
 	}
 	if (raw.memory_limit) {
 		ret = size_opt("memory_limit", raw.memory_limit, &o->memory_limit, err, errlen);

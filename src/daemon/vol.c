@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fs.h"
 #include "volatilefs.h"
@@ -85,9 +86,49 @@ out_free:
 	return ret;
 }
 
-int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
+static int cmp_range(const void *a, const void *b)
+{
+	const struct vrange *x = a, *y = b;
+
+	return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+static uint64_t range_end(const struct vrange *r)
+{
+	return r->length ? r->offset + r->length : UINT64_MAX;
+}
+
+/*
+ * The ranges of one unmark call, sorted and merged into disjoint ones,
+ * so that what a range reports cannot depend on what an earlier range of
+ * the same call cut (an unbounded unit split by one range would
+ * otherwise leave a bounded piece that the next counts past the end of
+ * the file).  Returns how many ranges are left in out.
+ */
+static size_t merge_ranges(const struct vrange *r, size_t nr, struct vrange *out)
+{
+	size_t n = 0;
+
+	memcpy(out, r, nr * sizeof(*r));
+	qsort(out, nr, sizeof(*out), cmp_range);
+	for (size_t i = 0; i < nr; i++) {
+		if (n && out[i].offset <= range_end(&out[n - 1])) {
+			uint64_t end = range_end(&out[i]);
+
+			if (end > range_end(&out[n - 1]))
+				out[n - 1].length = end == UINT64_MAX ? 0 : end - out[n - 1].offset;
+			continue;
+		}
+		out[n++] = out[i];
+	}
+	return n;
+}
+
+int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r_in, size_t nr_in,
 	       uint64_t *bytes, int *purged)
 {
+	struct vrange *r = NULL;
+	size_t nr = 0;
 	struct unit **spare;
 	uint64_t pages = 0, seq;
 	bool any = false;
@@ -95,9 +136,15 @@ int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr
 
 	if (ret)
 		return ret;
-	spare = calloc(nr ? nr : 1, sizeof(*spare));
-	if (!spare)
+	r = malloc((nr_in ? nr_in : 1) * sizeof(*r));
+	if (!r)
 		return -ENOMEM;
+	nr = merge_ranges(r_in, nr_in, r);
+	spare = calloc(nr ? nr : 1, sizeof(*spare));
+	if (!spare) {
+		free(r);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < nr; i++) {
 		spare[i] = unit_alloc();
 		if (!spare[i]) {
@@ -126,6 +173,7 @@ out_free:
 	for (size_t i = 0; i < nr; i++)
 		unit_free(spare[i]);
 	free(spare);
+	free(r);
 	return ret;
 }
 

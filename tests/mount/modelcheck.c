@@ -3,13 +3,14 @@
  * mounted volatilefs.
  *
  * A seeded generator produces a sequence of operations over a few files (3 to 5 live at a
- * time, up to a few hundred KiB each): pwrite, pread, ftruncate, fallocate PUNCH_HOLE, writes
- * and reads through a shared mapping (msync), mark and unmark through libvolatilefs and
- * through user.volatile.mark/unmark (several ranges per call, flags anywhere), purged-extent
- * queries, per-file purges (user.volatile.purge=all on the file), purges of the whole mount
- * (user.volatile.purge=all on the root), forgetting the purged set (removexattr), create,
- * rename (plain, RENAME_NOREPLACE, RENAME_EXCHANGE), link, unlink (files stay open: unlinked
- * files keep being used) and close/reopen. Each step runs against the mount and against a
+ * time, up to a few hundred KiB each): pwrite, pread, ftruncate, fallocate (plain,
+ * KEEP_SIZE, PUNCH_HOLE), writes and reads through a shared mapping (msync), mark and unmark
+ * through libvolatilefs and through user.volatile.mark/unmark (several ranges per call,
+ * flags anywhere), purged-extent queries, per-file purges (user.volatile.purge=all on the
+ * file), purges of the whole mount (user.volatile.purge=all on the root), forgetting the
+ * purged set (removexattr), create, rename (plain, RENAME_NOREPLACE, RENAME_EXCHANGE), link,
+ * unlink (files stay open: unlinked files keep being used) and close/reopen (sometimes with
+ * O_TRUNC). Each step runs against the mount and against a
  * model, and after each step the files are compared with the model: sizes, link counts, which
  * name is which inode, every byte of content (pread and the mapping), the purged set
  * (volatilefs_purged, paged, and user.volatile.purged), the units (user.volatile.ranges),
@@ -157,7 +158,7 @@ static void fill_bytes(uint8_t *buf, size_t len, uint32_t dseed, uint64_t off)
 enum kind {
 	OP_CREATE, OP_WRITE, OP_READ, OP_TRUNC, OP_PUNCH, OP_MWRITE, OP_MREAD, OP_MARK,
 	OP_UNMARK, OP_XMARK, OP_XUNMARK, OP_PURGED, OP_FPURGE, OP_RPURGE, OP_FORGET, OP_RENAME,
-	OP_LINK, OP_UNLINK, OP_REOPEN, OP_KINDS
+	OP_LINK, OP_UNLINK, OP_REOPEN, OP_FALLOC, OP_KINDS
 };
 
 
@@ -215,7 +216,7 @@ struct state {
 	int ncreated;
 	/* the real side */
 	bool real;
-	bool trace;
+	long trace_from; /* print the steps from this one on (LONG_MAX: none) */
 	int dirfd;
 	char dir[PATH_MAX];
 	long step;
@@ -611,6 +612,8 @@ static void describe(const struct state *S, const struct op *o, char *buf, size_
 {
 	char f[64], fl[64], a[16], b[16], v[512];
 	int slot = resolve(S, o->f);
+	/* an xattr call goes through the path when asked and the file has a name */
+	const char *x = o->path && slot >= 0 && first_name(S, slot) >= 0 ? "" : "f";
 
 	file_desc(S, slot, f, sizeof(f));
 	name_of(o->a, a, sizeof(a));
@@ -659,7 +662,7 @@ static void describe(const struct state *S, const struct op *o, char *buf, size_
 			if (*p == '\n' || *p == '\t')
 				*p = *p == '\n' ? '|' : '~';
 		snprintf(buf, n, "%ssetxattr %s user.volatile.%s \"%s\"%s (| = newline, ~ = tab)",
-			 o->path ? "" : "f", f, o->k == OP_XMARK ? "mark" : "unmark", v,
+			 x, f, o->k == OP_XMARK ? "mark" : "unmark", v,
 			 nul ? " + NUL" : "");
 		break;
 	}
@@ -668,13 +671,13 @@ static void describe(const struct state *S, const struct op *o, char *buf, size_
 			 o->off, o->len, o->flags);
 		break;
 	case OP_FPURGE:
-		snprintf(buf, n, "%ssetxattr %s user.volatile.purge all", o->path ? "" : "f", f);
+		snprintf(buf, n, "%ssetxattr %s user.volatile.purge all", x, f);
 		break;
 	case OP_RPURGE:
 		snprintf(buf, n, "setxattr MOUNT-ROOT user.volatile.purge all");
 		break;
 	case OP_FORGET:
-		snprintf(buf, n, "%sremovexattr %s user.volatile.purged", o->path ? "" : "f", f);
+		snprintf(buf, n, "%sremovexattr %s user.volatile.purged", x, f);
 		break;
 	case OP_RENAME:
 		snprintf(buf, n, "renameat2 %s -> %s %s", a, b,
@@ -688,7 +691,12 @@ static void describe(const struct state *S, const struct op *o, char *buf, size_
 		snprintf(buf, n, "unlink %s", a);
 		break;
 	case OP_REOPEN:
-		snprintf(buf, n, "close %s and reopen it by name (if it has one)", f);
+		snprintf(buf, n, "close %s and reopen it by name (if it has one)%s", f,
+			 o->flags ? " with O_TRUNC" : "");
+		break;
+	case OP_FALLOC:
+		snprintf(buf, n, "fallocate %s %s off=%" PRIu64 " len=%" PRIu64, f,
+			 o->flags ? "KEEP_SIZE" : "0", o->off, o->len);
 		break;
 	default:
 		snprintf(buf, n, "?");
@@ -1487,7 +1495,7 @@ static void op_unlink(struct state *S, const struct op *o)
 	}
 }
 
-static void op_reopen(struct state *S, int slot)
+static void op_reopen(struct state *S, int slot, bool trunc)
 {
 	struct minode *m = &S->in[slot];
 	int k = first_name(S, slot), fd;
@@ -1502,7 +1510,7 @@ static void op_reopen(struct state *S, int slot)
 	}
 	if (S->real) {
 		name_of(k, nm, sizeof(nm));
-		fd = openat(S->dirfd, nm, O_RDWR | O_CLOEXEC);
+		fd = openat(S->dirfd, nm, O_RDWR | O_CLOEXEC | (trunc ? O_TRUNC : 0));
 		if (!expect(S, "reopen", fd, 0))
 			return;
 		if (!inode_open(S, m, fd))
@@ -1511,6 +1519,8 @@ static void op_reopen(struct state *S, int slot)
 			mismatch(S, F_NAMES, "reopened %s: ino %lu, want %lu", nm, (unsigned long)m->ino,
 			     (unsigned long)ino);
 	}
+	if (trunc) /* O_TRUNC: the daemon truncates in its open */
+		model_truncate(m, 0);
 	m->touched = true;
 }
 
@@ -1523,7 +1533,7 @@ static bool do_step(struct state *S, const struct op *o)
 	char val[512];
 	size_t vlen;
 
-	if (S->trace) {
+	if (S->step >= S->trace_from) {
 		char d[1024];
 
 		describe(S, o, d, sizeof(d));
@@ -1641,8 +1651,16 @@ static bool do_step(struct state *S, const struct op *o)
 		memset(m->purged, 0, CAP);
 		break;
 	case OP_REOPEN:
-		op_reopen(S, slot);
+		op_reopen(S, slot, o->flags != 0);
 		return false;
+	case OP_FALLOC:
+		if (S->real && !expect(S, "fallocate", fallocate(m->fd, o->flags ? FALLOC_FL_KEEP_SIZE : 0,
+								  (off_t)o->off, (off_t)o->len), 0))
+			break;
+		/* New pages read as zeros; the purged set stays as it is. */
+		if (!o->flags && o->off + o->len > m->size)
+			m->size = o->off + o->len;
+		break;
 	default:
 		break;
 	}
@@ -1710,7 +1728,7 @@ static struct op gen_one(const struct state *S, uint64_t *r)
 		{ OP_MWRITE, 6 }, { OP_MREAD, 4 }, { OP_MARK, 12 }, { OP_UNMARK, 10 },
 		{ OP_XMARK, 4 }, { OP_XUNMARK, 3 }, { OP_PURGED, 3 }, { OP_FPURGE, 5 },
 		{ OP_RPURGE, 1 }, { OP_FORGET, 2 }, { OP_RENAME, 3 }, { OP_LINK, 2 },
-		{ OP_UNLINK, 2 }, { OP_REOPEN, 2 }, { OP_CREATE, 3 },
+		{ OP_UNLINK, 2 }, { OP_REOPEN, 2 }, { OP_CREATE, 3 }, { OP_FALLOC, 3 },
 	};
 	unsigned total = 0, pick;
 	int live = nlive(S), named = 0, slot;
@@ -1801,6 +1819,16 @@ static struct op gen_one(const struct state *S, uint64_t *r)
 		o.off = chance(r, 40) ? rnd(r, size / PG + 2) * PG : rnd(r, size + PG);
 		o.len = chance(r, 40) ? (rnd(r, 16) + 1) * PG : gen_len(r);
 		break;
+	case OP_FALLOC:
+		o.off = rnd(r, size + 8 * KIB);
+		if (o.off > MAXSZ)
+			o.off = MAXSZ;
+		o.len = gen_len(r);
+		o.flags = (uint32_t)chance(r, 40);
+		break;
+	case OP_REOPEN:
+		o.flags = (uint32_t)chance(r, 20);
+		break;
 	case OP_MARK:
 	case OP_UNMARK:
 		gen_range(r, size, &o.off, &o.len);
@@ -1837,6 +1865,7 @@ static void state_init(struct state *S, bool real)
 	memset(S, 0, sizeof(*S));
 	S->real = real;
 	S->dirfd = -1;
+	S->trace_from = LONG_MAX;
 	for (int k = 0; k < NNAMES; k++)
 		S->name[k] = -1;
 	for (int i = 0; i < MAXINODES; i++)
@@ -1911,14 +1940,14 @@ static unsigned long run_counter;
 static char seed_dir[PATH_MAX];
 
 /* Runs ops[0..n) against a fresh directory; stops at the first mismatch. */
-static void run(const struct op *ops, long n, bool trace, struct result *res)
+static void run(const struct op *ops, long n, long trace_from, struct result *res)
 {
 	struct state *S = malloc(sizeof(*S));
 	int k;
 
 	ck_assert_ptr_nonnull(S);
 	state_init(S, true);
-	S->trace = trace;
+	S->trace_from = trace_from;
 	k = snprintf(S->dir, sizeof(S->dir), "%s/r%lu", seed_dir, run_counter++);
 	ck_assert(k > 0 && (size_t)k < sizeof(S->dir));
 	ck_assert_msg(mkdir(S->dir, 0755) == 0, "mkdir %s: %s", S->dir, errname(errno));
@@ -1991,7 +2020,7 @@ static void shrink(struct op *ops, long *idx, long *n, enum fail_kind fk, struct
 				cand[m] = ops[j];
 				cidx[m++] = idx[j];
 			}
-			run(cand, m, false, &res);
+			run(cand, m, LONG_MAX, &res);
 			runs++;
 			if (res.fk == fk) {
 				*n = res.step + 1;
@@ -2023,6 +2052,7 @@ START_TEST(modelcheck_seed)
 	struct op *ops = generate(seed, nops), *seq;
 	long n = nops, *idx;
 	struct result res, again;
+	long trace_from;
 	int k;
 
 	k = snprintf(seed_dir, sizeof(seed_dir), "%s/seed-%" PRIu64, run_dir, seed);
@@ -2047,7 +2077,7 @@ START_TEST(modelcheck_seed)
 		for (long i = 0; i < n; i++)
 			idx[i] = i;
 	}
-	run(seq, n, trace_all || keep, &res);
+	run(seq, n, trace_all || keep ? 0 : LONG_MAX, &res);
 	if (res.fk == F_NONE) {
 		fprintf(stderr, "modelcheck: seed %" PRIu64 ": %ld steps match the model\n", seed, n);
 		rm_tree_at(AT_FDCWD, seed_dir);
@@ -2061,12 +2091,13 @@ START_TEST(modelcheck_seed)
 		"there, then delete steps while a %s mismatch persists)\n", seed, idx[res.step],
 		fail_name[res.fk]);
 	n = res.step + 1;
-	run(seq, n, false, &again);
+	run(seq, n, LONG_MAX, &again);
+	trace_from = 0;
 	if (again.fk != res.fk) {
 		fprintf(stderr, "modelcheck: seed %" PRIu64 ": the replay cut at step %ld gave %s, "
-			"not the same failure: not shrunk (a race?). Last 30 steps:\n", seed,
+			"not the same failure: not shrunk (a race?); the last 40 steps follow\n", seed,
 			res.step, again.fk == F_NONE ? "no failure" : fail_name[again.fk]);
-		again.fk = F_NONE;
+		trace_from = n > 40 ? n - 40 : 0;
 	} else {
 		again.step = res.step;
 		shrink(seq, idx, &n, res.fk, &again);
@@ -2074,7 +2105,7 @@ START_TEST(modelcheck_seed)
 	/* Replay what is left with a trace, for the readable sequence. */
 	fprintf(stderr, "modelcheck: seed %" PRIu64 ": shrunk sequence, %ld step(s) (numbers are the "
 		"steps of this replay; files are named nK(#inode), resolved as they ran):\n", seed, n);
-	run(seq, n, true, &again);
+	run(seq, n, trace_from, &again);
 	if (again.fk != F_NONE)
 		print_failure(seed, &again, "shrunk replay");
 	else
