@@ -1313,7 +1313,7 @@ static int wait_mounted(struct second *m, char *err, size_t errlen)
 			char log[1024];
 
 			read_log(m, log, sizeof(log));
-			snprintf(err, errlen, "daemon exited (status 0x%x) before mounting: %s",
+			snprintf(err, errlen, "daemon exited (status 0x%x) before mounting: %.900s",
 				 status, log);
 			m->daemon = 0;
 			return -1;
