@@ -263,10 +263,14 @@ uint64_t units_unmark(struct lru *l, struct units *us, const struct pagemap *pm,
 			struct unit *right = *spare;
 
 			*spare = NULL;
-			*right = *u;
+			/* Field by field: u's list links belong to lru->lock,
+			 * and a neighbour's unlink may be writing them now. */
+			memset(right, 0, sizeof(*right));
+			right->inode = u->inode;
 			right->start = end;
-			right->resident = 0;
-			right->listed = right->pinned = right->dead = false;
+			right->end = u->end;
+			right->priority = u->priority;
+			right->age = u->age;
 			resident_add(l, u, -(int64_t)count_pages(pm, start, u->end));
 			u->end = start;
 			RB_INSERT(unit_tree, &us->tree, right);
