@@ -266,7 +266,13 @@ int main(int argc, char *argv[])
 	 * result; SIGTERM, SIGINT and SIGHUP are the clean ways to stop us. */
 	ret = (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ? 0 : 1;
 
+	/* libfuse's loop resets the session on its way out; mark it exited
+	 * again so that a notification failing on the closed device below is
+	 * not reported as an error ("fuse: writing device"). */
+	fuse_session_exit(se);
 	evict_monitor_stop(&fs);
+	/* From here the notifier drops what is queued instead of writing it. */
+	(void)notifier_stop(&nt, 0);
 	/*
 	 * Unmount before stopping the notifier: an invalidation in flight
 	 * may be waiting for the kernel to launder a dirty mapping through a

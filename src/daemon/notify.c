@@ -52,6 +52,7 @@ static void *notifier_main(void *arg)
 	pthread_mutex_lock(&nt->lock);
 	for (;;) {
 		struct nevent *ev = nt->head;
+		bool stopping;
 
 		if (!ev) {
 			if (nt->stop)
@@ -62,8 +63,17 @@ static void *notifier_main(void *arg)
 		nt->head = ev->next;
 		if (!nt->head)
 			nt->tail = NULL;
+		stopping = nt->stop;
 		pthread_mutex_unlock(&nt->lock);
-		deliver(nt, ev);
+		if (stopping) {
+			/* The session loop is over: nothing serves the
+			 * kernel, and the caches go with the mount.  Writing
+			 * to the device now could only block or fail. */
+			if (ev->ph)
+				fuse_pollhandle_destroy(ev->ph);
+		} else {
+			deliver(nt, ev);
+		}
 		pthread_mutex_lock(&nt->lock);
 		nt->done_seq = ev->seq;
 		pthread_cond_broadcast(&nt->done);
@@ -163,6 +173,12 @@ static void hook_unlinked(void *ctx, struct inode *dir, struct inode *child, con
 #define NOTIFY_MAX_WAITERS 16
 #define NOTIFY_WAIT_MS 5000
 #define NOTIFY_OVERFLOW_MS 200
+#define NOTIFY_SLICE_MS 50
+
+static bool timespec_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
 
 static void hook_wait(void *ctx, uint64_t seq)
 {
@@ -182,9 +198,24 @@ static void hook_wait(void *ctx, uint64_t seq)
 		deadline.tv_nsec -= 1000000000L;
 	}
 	nt->waiters++;
-	while (nt->done_seq < seq && !nt->stop)
-		if (pthread_cond_timedwait(&nt->done, &nt->lock, &deadline) == ETIMEDOUT)
+	/* In slices: once the session is exiting (SIGTERM), the loop waits
+	 * for every worker, and a WRITE the notifier may need is served by
+	 * none, so stop waiting at once. */
+	while (nt->done_seq < seq && !nt->stop && !fuse_session_exited(nt->se)) {
+		struct timespec slice;
+
+		clock_gettime(CLOCK_MONOTONIC, &slice);
+		slice.tv_nsec += NOTIFY_SLICE_MS * 1000000L;
+		if (slice.tv_nsec >= 1000000000L) {
+			slice.tv_sec++;
+			slice.tv_nsec -= 1000000000L;
+		}
+		if (timespec_before(&deadline, &slice))
+			slice = deadline;
+		if (pthread_cond_timedwait(&nt->done, &nt->lock, &slice) == ETIMEDOUT &&
+		    !timespec_before(&slice, &deadline))
 			break;
+	}
 	nt->waiters--;
 out_unlock:
 	pthread_mutex_unlock(&nt->lock);

@@ -49,9 +49,12 @@ struct notifier {
 /* Start the thread for session se and fill fs's hooks to feed it.  Zero or -errno. */
 int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs);
 /*
- * Deliver what is queued, then stop the thread.  With timeout_ms >= 0,
- * give up after that long and return false (the thread is stuck in the
- * kernel; the caller may abort the connection and call again with -1).
+ * Stop the thread: the event it is delivering finishes, the rest of the
+ * queue is dropped (only called once the session loop is over, when
+ * nothing serves the kernel and the caches die with the mount).  With
+ * timeout_ms >= 0, give up after that long and return false (the thread
+ * is stuck in the kernel; the caller may abort the connection and call
+ * again with -1); 0 just tells the thread to stop.
  */
 bool notifier_stop(struct notifier *nt, int timeout_ms);
 

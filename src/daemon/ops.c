@@ -133,13 +133,18 @@ static void reply_entry_or_err(fuse_req_t req, int ret, struct inode *n,
 			       const struct stat *st)
 {
 	struct fuse_entry_param e;
+	struct fs *fs;
 
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	fill_entry(fs_of(req), &e, n, st);
-	fuse_reply_entry(req, &e);
+	fs = fs_of(req);
+	fill_entry(fs, &e, n, st);
+	/* A reply the kernel did not take (interrupted, or the connection
+	 * is gone) gave it no lookup to forget later.  req is freed by now. */
+	if (fuse_reply_entry(req, &e) != 0)
+		fs_forget(fs, n, 1);
 }
 
 static void vfs_init(void *userdata, struct fuse_conn_info *conn)
@@ -324,6 +329,7 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct inode *n = node_of(req, ino);
 	struct ofile *of;
+	struct fs *fs;
 
 	if (S_ISDIR(n->mode)) {
 		fuse_reply_err(req, EISDIR);
@@ -349,8 +355,11 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->keep_cache = 1;
 	fi->fh = (uint64_t)(uintptr_t)of;
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		fs_release_file(fs_of(req), of); /* the open was interrupted */
+	fs = fs_of(req);
+	/* Not taken (interrupted, or the connection is gone): no RELEASE
+	 * will come.  req is freed by the reply, so fs was read before. */
+	if (fuse_reply_open(req, fi) != 0)
+		fs_release_file(fs, of);
 }
 
 static void vfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -369,6 +378,7 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	struct inode *n = NULL;
 	struct ofile *of;
 	struct stat st;
+	struct fs *fs;
 	int ret = fs_mknod(fs_of(req), node_of(req, parent), name, S_IFREG | (mode & 07777), 0,
 			   NULL, &cred, &n, &st);
 
@@ -386,9 +396,10 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	fill_entry(fs_of(req), &e, n, &st);
 	fi->keep_cache = 1;
 	fi->fh = (uint64_t)(uintptr_t)of;
-	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-		fs_release_file(fs_of(req), of); /* the open was interrupted */
-		fs_forget(fs_of(req), n, 1);
+	fs = fs_of(req);
+	if (fuse_reply_create(req, &e, fi) != 0) { /* as in vfs_open */
+		fs_release_file(fs, of);
+		fs_forget(fs, n, 1);
 	}
 }
 

@@ -82,31 +82,45 @@ loads=()
 fusectl_mounted=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-faults.XXXXXX")
 
-# The processes below PID, at any depth.
+# descendants PID...: the processes below the PIDs, at any depth, from one
+# snapshot of the process table (one ps, not a pgrep per process: with 80
+# loads on a busy machine that made stopping them take minutes).
 descendants()
 {
-	local c
-	for c in $(pgrep -P "$1" 2> /dev/null || true); do
-		echo "$c"
-		descendants "$c"
-	done
+	ps -e -o pid= -o ppid= | awk -v roots="$*" '
+		BEGIN { n = split(roots, r, " "); for (i = 1; i <= n; i++) want[r[i]] = 1 }
+		{ parent[$1] = $2 }
+		END {
+			do {
+				grew = 0
+				for (p in parent)
+					if (!(p in want) && (parent[p] in want)) { want[p] = 1; grew = 1; print p }
+			} while (grew)
+		}'
 }
 
-# kill_group PID [nowait]: SIGKILL to the load PID leads and everything below
-# it, then reap it (unless nowait).  Loads run in their own process group
-# (setsid), but some tools make sessions of their own (fio's job processes do),
-# so the tree is stopped first (a stopped process forks no more), then killed.
+# kill_group [nowait] PID...: SIGKILL to the loads PID... lead and everything
+# below them, then reap them (unless nowait).  Loads run in their own process
+# group (setsid), but some tools make sessions of their own (fio's job
+# processes do), so the trees are stopped first (a stopped process forks no
+# more), until no new process turns up, then killed.
 kill_group()
 {
-	local p=$1 tree=() n=-1
+	local wait=1 p tree=() n=-1
+	if [[ ${1:-} == nowait ]]; then
+		wait=0
+		shift
+	fi
+	(($# > 0)) || return 0
+	for p in "$@"; do kill -STOP -- "-$p" 2> /dev/null || true; done
 	while ((${#tree[@]} != n)); do
 		n=${#tree[@]}
-		mapfile -t tree < <(echo "$p"; descendants "$p")
-		kill -STOP "${tree[@]}" 2> /dev/null || true
+		mapfile -t tree < <(descendants "$@")
+		((${#tree[@]} == 0)) || kill -STOP "${tree[@]}" 2> /dev/null || true
 	done
-	kill -KILL -- "-$p" 2> /dev/null || true
-	kill -KILL "${tree[@]}" 2> /dev/null || true
-	[[ ${2:-} == nowait ]] || gone "$p"
+	for p in "$@"; do kill -KILL -- "-$p" 2> /dev/null || true; done
+	kill -KILL "$@" "${tree[@]}" 2> /dev/null || true
+	((wait == 0)) || for p in "$@" "${tree[@]}"; do gone "$p"; done
 }
 
 # gone PID: wait up to 5 s for a (disowned) load to be gone.
@@ -142,7 +156,7 @@ cleanup()
 	set +e
 	# Not reaped yet: a load stuck on a hung daemon dies only once the
 	# daemon is dealt with.
-	for p in "${loads[@]}"; do kill_group "$p" nowait; done
+	kill_group nowait "${loads[@]}"
 	unmount_lazy
 	if daemon_alive; then
 		kill -TERM "$hpid"
@@ -223,8 +237,7 @@ load()
 
 stop_loads()
 {
-	local p
-	for p in "${loads[@]}"; do kill_group "$p"; done
+	kill_group "${loads[@]}"
 	loads=()
 }
 
