@@ -204,12 +204,13 @@ main() {
 			-Dtests=true -Db_sanitize=thread -Db_lundef=false
 	fi
 
-	# libFuzzer: the value parsers and the option parser, 30 s each, and
+	# libFuzzer: the value parsers, the option parser and the volatile-range
+	# maps against their model, 30 s each, and
 	# every saved regression input (contrib/fuzz.sh builds with clang).
 	if [[ ${VFS_TEST_SKIP_FUZZ:-0} == 1 || $# -gt 0 ]]; then
 		summary+=("fuzz: skipped")
-	elif FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_FRESH=1 contrib/fuzz.sh fuzz_grammar fuzz_opts; then
-		summary+=("fuzz: fuzz_grammar and fuzz_opts, no crash, regressions pass")
+	elif FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_FRESH=1 contrib/fuzz.sh fuzz_grammar fuzz_opts fuzz_volatile; then
+		summary+=("fuzz: fuzz_grammar, fuzz_opts and fuzz_volatile, no crash, regressions pass")
 	else
 		summary+=("fuzz: FAILED (see build-fuzz/)")
 		failed=1

@@ -72,7 +72,8 @@ static uint64_t pages_missing(struct inode *n, uint64_t first, uint64_t last)
  * On -ENOMEM the pages already given stay (they read as zeros, which
  * they were).
  */
-static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t last)
+static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t last,
+		      bool used)
 {
 	struct mem *m = &fs->mem;
 
@@ -94,7 +95,7 @@ static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t l
 			arena_free(m->arena, page);
 			return ret;
 		}
-		units_page_added(&fs->lru, &n->units, i);
+		units_page_added(&fs->lru, &n->units, i, used);
 	}
 	return 0;
 }
@@ -128,7 +129,9 @@ ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const ch
 		if (!spare)
 			return -ENOMEM;
 	}
-	ret = pages_fill(fs, n, first, last);
+	/* Under write_policy=unmark the written pages leave their units
+	 * below: no unit is used by this write. */
+	ret = pages_fill(fs, n, first, last, !spare);
 	if (ret == 0)
 		ret = extset_remove(&n->purged, off, off + size);
 	if (ret < 0) {
@@ -238,7 +241,7 @@ int file_fallocate_locked(struct fs *fs, struct inode *n, int mode, uint64_t off
 	ret = mem_charge(&fs->mem, pages_missing(n, first, last));
 	if (ret < 0)
 		return ret;
-	ret = pages_fill(fs, n, first, last);
+	ret = pages_fill(fs, n, first, last, false);
 	if (ret < 0)
 		return ret;
 	if (!(mode & FALLOC_FL_KEEP_SIZE) && off + len > n->size)

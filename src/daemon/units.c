@@ -83,6 +83,45 @@ static void list_tail_locked(struct lru *l, struct unit *u)
 	u->listed = true;
 }
 
+/*
+ * Put an unlisted u back on its list where its stamp says: after the last
+ * unit used before it.  Both ends are walked at once, so the cost is the
+ * distance from the nearer end.  lru->lock held.
+ */
+/*
+ * The list order: by stamp; the pieces of a split unit share its stamp and
+ * keep the order of their pages.  Equal stamps mean one file, whose lock
+ * the caller holds, so reading start is safe exactly when it happens.
+ */
+static bool used_before(const struct unit *a, const struct unit *b)
+{
+	return a->stamp < b->stamp || (a->stamp == b->stamp && a->start < b->start);
+}
+
+static void list_by_stamp_locked(struct lru *l, struct unit *u)
+{
+	struct unit *h = &l->heads[list_of(u)];
+	struct unit *back = h->lru_prev, *front = h->lru_next, *after;
+
+	for (;;) {
+		if (back == h || used_before(back, u)) {
+			after = back;
+			break;
+		}
+		if (front == h || used_before(u, front)) {
+			after = front->lru_prev;
+			break;
+		}
+		back = back->lru_prev;
+		front = front->lru_next;
+	}
+	u->lru_prev = after;
+	u->lru_next = after->lru_next;
+	after->lru_next->lru_prev = u;
+	after->lru_next = u;
+	u->listed = true;
+}
+
 /* Put u on its list right after `after` (a split keeps its place). lru->lock held. */
 static void list_after_locked(struct unit *after, struct unit *u)
 {
@@ -230,6 +269,7 @@ void units_mark(struct lru *l, struct inode *n, struct units *us, const struct p
 	resident_add(l, spare, (int64_t)count_pages(pm, start, end));
 	pthread_mutex_lock(&l->lock);
 	l->units++;
+	spare->stamp = ++l->clock;
 	file_list_locked(l, us, n);
 	if (spare->resident)
 		list_tail_locked(l, spare);
@@ -278,11 +318,12 @@ uint64_t units_unmark(struct lru *l, struct units *us, const struct pagemap *pm,
 			resident_add(l, right, (int64_t)count_pages(pm, end, right->end));
 			pthread_mutex_lock(&l->lock);
 			l->units++;
+			right->stamp = u->stamp;
 			if (right->resident) {
 				if (u->listed)
 					list_after_locked(u, right);
 				else
-					list_tail_locked(l, right);
+					list_by_stamp_locked(l, right);
 			}
 			if (!u->resident)
 				unlist_locked(u);
@@ -303,7 +344,7 @@ uint64_t units_unmark(struct lru *l, struct units *us, const struct pagemap *pm,
 	return pages;
 }
 
-void units_page_added(struct lru *l, struct units *us, uint64_t page)
+void units_page_added(struct lru *l, struct units *us, uint64_t page, bool used)
 {
 	struct unit *u = units_find(us, page);
 
@@ -312,7 +353,13 @@ void units_page_added(struct lru *l, struct units *us, uint64_t page)
 	resident_add(l, u, 1);
 	if (u->resident == 1) {
 		pthread_mutex_lock(&l->lock);
-		list_tail_locked(l, u);
+		if (used) {
+			/* what units_touch() is about to do anyway */
+			u->stamp = ++l->clock;
+			list_tail_locked(l, u);
+		} else {
+			list_by_stamp_locked(l, u);
+		}
 		pthread_mutex_unlock(&l->lock);
 	}
 }
@@ -362,9 +409,11 @@ void units_touch(struct lru *l, struct units *us, uint64_t start, uint64_t end)
 	if (!u || u->start >= end)
 		return;
 	pthread_mutex_lock(&l->lock);
-	for (; u && u->start < end; u = units_next(us, u))
+	for (; u && u->start < end; u = units_next(us, u)) {
+		u->stamp = ++l->clock;
 		if (u->listed)
 			list_tail_locked(l, u);
+	}
 	pthread_mutex_unlock(&l->lock);
 }
 

@@ -27,6 +27,16 @@
  * (resident > 0), so the evictor never meets a unit with nothing to
  * free; a write into a purged unit puts it back.
  *
+ * Recency: every unit carries a stamp from lru->clock, taken when it is
+ * marked, read or written (units_touch), listed or not: a unit read
+ * while purged was used too.  Each list is ordered by stamp (the pieces
+ * of a split share their unit's stamp, in page order).  Touching
+ * moves a unit to the tail with a new stamp (O(1)); a unit that gets
+ * memory back without being used (fallocate) goes back to the place its
+ * stamp says, found by walking the list from both ends at once: O(k)
+ * for the k units on the nearer side, paid only by fallocate into a
+ * purged or empty unit.
+ *
  * Costs: mark, unmark and lookups O(log n + k) in the units n of the file
  * and the units k they touch, plus a walk of the page map over the pages
  * whose residency must be counted; choosing a victim O(1).
@@ -59,6 +69,7 @@ struct unit {
 	RB_ENTRY(unit) link;             /* in the file's tree; inode lock */
 	struct unit *lru_prev, *lru_next; /* lru->lock; NULL when off the lists */
 	struct inode *inode;             /* immutable */
+	uint64_t stamp;                  /* last use, from lru->clock; lru->lock */
 	uint64_t start, end;             /* pages; end may be UNIT_UNBOUNDED */
 	uint64_t resident;               /* pages holding memory; inode lock */
 	uint8_t priority;
@@ -76,6 +87,7 @@ struct lru {
 	_Atomic uint64_t units;          /* all units, listed or not */
 	_Atomic uint64_t resident;       /* pages held by all units */
 	struct units *files;             /* files with units; lru->lock */
+	uint64_t clock;                  /* the last stamp handed out; lru->lock */
 	uint64_t nfiles;                 /* lru->lock */
 };
 
@@ -129,15 +141,20 @@ struct unit *units_find(struct units *us, uint64_t page);
 struct unit *units_first_from(struct units *us, uint64_t page);
 struct unit *units_next(struct units *us, struct unit *u);
 
-/* Page accounting hooks, called by file.c with n's lock held for writing. */
-void units_page_added(struct lru *l, struct units *us, uint64_t page);
+/*
+ * Page accounting hooks, called by file.c with n's lock held for writing.
+ * used: the page came with a write (which touches the units next), not
+ * with fallocate (which is no use of the unit).
+ */
+void units_page_added(struct lru *l, struct units *us, uint64_t page, bool used);
 /* Pages [first, last] of pm are about to be dropped: uncount the resident ones. */
 void units_pages_dropping(struct lru *l, struct units *us, const struct pagemap *pm,
 			  uint64_t first, uint64_t last);
 /* Truncation to new_end_page pages: bounded units are cut there, those beyond go. */
 void units_truncate(struct lru *l, struct units *us, uint64_t new_end_page);
 
-/* Reading or writing pages [start, end) makes the units there most recently used. */
+/* Reading or writing pages [start, end) makes the units there most recently used,
+ * whether they hold memory or not. */
 void units_touch(struct lru *l, struct units *us, uint64_t start, uint64_t end);
 
 /* A purge freed every page of u: off the lists, resident 0.  inode lock held. */

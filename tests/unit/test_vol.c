@@ -245,6 +245,58 @@ START_TEST(purge_order_is_priority_then_age_then_lru)
 }
 END_TEST
 
+/*
+ * Recency counts uses only (SPEC section 4): a purged unit that is read
+ * was used; one that gets memory back through fallocate was not, and
+ * keeps the place its last use gave it.
+ */
+START_TEST(recency_counts_uses_not_fallocate)
+{
+	struct inode *a = file_with("a", PG), *b = file_with("b", PG), *c = file_with("c", PG);
+	char buf[8];
+
+	ck_assert_int_eq(vset(a, "mark", "0:4096"), 0);
+	ck_assert_int_eq(vset(b, "mark", "0:4096"), 0);
+	ck_assert_int_eq(vset(c, "mark", "0:4096"), 0);
+	/* a goes (least recently used), and comes back by fallocate */
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert(vol_has_purged(&fs, a));
+	ck_assert_int_eq(fs_fallocate(&fs, a, 0, 0, PG), 0);
+	/* still older than b and c: it goes first again */
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert_str_eq(vget(a, "ranges"), "0:4096 purged priority=3\n");
+	ck_assert_str_eq(vget(b, "ranges"), "0:4096 volatile priority=3\n");
+	ck_assert_str_eq(vget(c, "ranges"), "0:4096 volatile priority=3\n");
+	/* read while purged, a is now the most recently used */
+	ck_assert_int_eq(fs_read(&fs, a, 0, 1, buf), 1);
+	ck_assert_int_eq(fs_fallocate(&fs, a, 0, 0, PG), 0);
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert_str_eq(vget(b, "ranges"), "0:4096 purged priority=3\n");
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert_str_eq(vget(c, "ranges"), "0:4096 purged priority=3\n");
+	/* a (its purged set still says so: fallocate writes nothing) goes last */
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert_uint_eq(evict_bytes(&fs, 1), 0);
+}
+END_TEST
+
+/* The pieces of a split unit keep their unit's place, in page order. */
+START_TEST(split_pieces_keep_their_place)
+{
+	struct inode *a = file_with("a", 3 * PG), *b = file_with("b", PG);
+
+	ck_assert_int_eq(vset(a, "mark", "0:12288"), 0);
+	ck_assert_int_eq(vset(b, "mark", "0:4096"), 0);
+	ck_assert_int_eq(vset(a, "unmark", "4096:4096"), 0);
+	ck_assert_str_eq(vget(a, "ranges"), "0:4096 volatile priority=3\n8192:4096 volatile priority=3\n");
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert_str_eq(vget(a, "ranges"), "0:4096 purged priority=3\n8192:4096 volatile priority=3\n");
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert_str_eq(vget(a, "ranges"), "0:4096 purged priority=3\n8192:4096 purged priority=3\n");
+	ck_assert_str_eq(vget(b, "ranges"), "0:4096 volatile priority=3\n");
+}
+END_TEST
+
 START_TEST(purge_size_stops_once_enough_was_freed)
 {
 	struct inode *a = file_with("a", 4 * PG), *b = file_with("b", 4 * PG);
@@ -408,6 +460,8 @@ int main(void)
 	tcase_add_test(tc, punch_hole_removes_punched_bytes_from_the_purged_set);
 	tcase_add_test(tc, removexattr_forgets_the_purged_set);
 	tcase_add_test(tc, purge_order_is_priority_then_age_then_lru);
+	tcase_add_test(tc, recency_counts_uses_not_fallocate);
+	tcase_add_test(tc, split_pieces_keep_their_place);
 	tcase_add_test(tc, purge_size_stops_once_enough_was_freed);
 	tcase_add_test(tc, write_over_limit_purges_volatile_data_first);
 	tcase_add_test(tc, write_policy_unmark_makes_written_pages_non_volatile);
