@@ -32,11 +32,8 @@ readonly PKGS=(fio fuse-overlayfs gnuplot-nox jq meson ninja-build pkg-config gc
 readonly ALL_GROUPS="fio small glyph mark purge limit scale tree flood"
 
 prog=${0##*/}
-say() { printf '%s: %s\n' "$prog" "$*" >&2; }
-die() {
-	printf '%s: error: %s\n' "$prog" "$*" >&2
-	exit 1
-}
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
 	cat <<EOF
@@ -51,27 +48,6 @@ EOF
 
 # ---------------------------------------------------------------------------------------------
 # Installing and building
-
-missing_packages() {
-	local pkg status
-	for pkg in "$@"; do
-		status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
-		[[ $status == "install ok installed" ]] || printf '%s\n' "$pkg"
-	done
-}
-
-install_missing() {
-	local -a missing
-	if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
-		say "no dpkg/apt-get here: make sure these are installed: $*"
-		return 0
-	fi
-	mapfile -t missing < <(missing_packages "$@")
-	[[ ${#missing[@]} -eq 0 ]] && return 0
-	say "installing missing Debian packages: ${missing[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
-}
 
 build() {
 	say "building volatilefs (release) in $BUILD"

@@ -40,18 +40,9 @@ readonly ALL_HARNESSES=(fuzz_grammar fuzz_opts fuzz_volatile)
 
 prog=${0##*/}
 
-say() { printf '%s: %s\n' "$prog" "$*"; }
-die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 2; }
-
-as_root() {
-	if [[ $(id -u) -eq 0 ]]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		die "need root to run: $* (run this script as root, or install: ${PKGS[*]})"
-	fi
-}
+die_status=2
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Does $CC build and link a libFuzzer target with the sanitizers?
 fuzzer_links() {
@@ -74,21 +65,11 @@ have_deps() {
 }
 
 ensure_deps() {
-	local -a missing=()
-	local pkg status
 	have_deps && return 0
 	if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
 		die "$CC with libFuzzer, pkg-config, fuse3 and libbsd headers are needed (${PKGS[*]})"
 	fi
-	for pkg in "${PKGS[@]}"; do
-		status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
-		[[ $status == "install ok installed" ]] || missing+=("$pkg")
-	done
-	if [[ ${#missing[@]} -gt 0 ]]; then
-		say "installing missing Debian packages: ${missing[*]}"
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
-	fi
+	install_missing "${PKGS[@]}"
 	have_deps || die "$CC cannot build libFuzzer targets (is libclang-rt-dev installed?)"
 }
 

@@ -18,8 +18,8 @@ readonly DEFAULT_MOUNTPOINT=/tmp/volatilefs
 
 prog=${0##*/}
 
-say() { printf '%s: %s\n' "$prog" "$*"; }
-die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
 	cat <<EOF
@@ -29,43 +29,6 @@ Install the Debian packages volatilefs needs (if missing), build it in ./$BUILD_
 it at MOUNTPOINT (default $DEFAULT_MOUNTPOINT). Set VOLATILEFS_OPTS to pass mount options,
 for example: VOLATILEFS_OPTS=memory_limit=256M $prog
 EOF
-}
-
-# Run as root, or through sudo when we are not.
-as_root() {
-	if [[ $(id -u) -eq 0 ]]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		die "need root to run: $* (run this script as root or install sudo)"
-	fi
-}
-
-# Print the packages among "$@" that dpkg does not list as installed.
-missing_packages() {
-	local pkg status
-	for pkg in "$@"; do
-		status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
-		[[ $status == "install ok installed" ]] || printf '%s\n' "$pkg"
-	done
-}
-
-# Install whichever of "$@" are missing; apt-get update runs once, and only if needed.
-install_missing() {
-	local -a missing
-	if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
-		say "no dpkg/apt-get here: make sure these are installed: $*"
-		return 0
-	fi
-	mapfile -t missing < <(missing_packages "$@")
-	if [[ ${#missing[@]} -eq 0 ]]; then
-		say "required Debian packages are installed"
-		return 0
-	fi
-	say "installing missing Debian packages: ${missing[*]}"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 }
 
 # The type of the filesystem mounted exactly at $1 ("fuse.volatilefs", "tmpfs", ...), or
