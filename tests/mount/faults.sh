@@ -4,7 +4,7 @@
 # kernel connection aborted (SPEC sections 3 and 9).
 #
 # Each scenario mounts the daemon by hand (as with-mount.sh does) and checks:
-#  1. clients killed with SIGKILL: dd writing 500 MiB (buffered, O_DIRECT, and
+#  1. clients killed with SIGKILL: dd writing 4 GiB (buffered, O_DIRECT, and
 #     into a volatile file while purges run) after 0.2 s; fio's mmap engine
 #     faulting pages of a file that a loop keeps marking and purging; loops of
 #     setfattr/getfattr on the user.volatile names plus stress-ng's xattr
@@ -41,7 +41,7 @@
 # hangs, as root), so no mount is left behind.
 #
 #   $ tests/mount/faults.sh build/src/daemon/volatilefs
-#   faults: ok - dd (buffered) killed in a 500 MiB write: daemon 1234 alive, mount answers, stats readable
+#   faults: ok - dd (buffered) killed in a 4 GiB write: daemon 1234 alive, mount answers, stats readable
 #   ...
 
 # The loads are bash -c scripts in single quotes: they expand in there.
@@ -350,16 +350,16 @@ scenario_kills()
 	base_files=$(stat_of files)
 	base_data=$(stat_of data_bytes)
 
-	kill_after 0.2 dd 'exec dd if=/dev/zero of=big bs=1M count=500 status=none'
-	healthy "dd (buffered) killed in a 500 MiB write"
+	kill_after 0.2 dd 'exec dd if=/dev/zero of=big bs=1M count=4096 status=none'
+	healthy "dd (buffered) killed in a 4 GiB write"
 	size=$(stat -c %s "$hmnt/big")
-	((size < 500 * 1024 * 1024)) || fail "dd wrote all 500 MiB in 0.2 s: the kill came too late to test anything"
+	((size < 4096 * 1024 * 1024)) || fail "dd wrote all 4 GiB before its kill: the kill came too late to test anything"
 	cmp -n "$size" "$hmnt/big" /dev/zero || fail "what dd wrote before its kill does not read back as written"
 	ok "the $size bytes dd wrote before its kill read back"
 	rm "$hmnt/big"
 
-	kill_after 0.2 dd-direct 'exec dd if=/dev/zero of=big bs=1M count=500 oflag=direct status=none'
-	healthy "dd (O_DIRECT) killed in a 500 MiB write"
+	kill_after 0.2 dd-direct 'exec dd if=/dev/zero of=big bs=1M count=4096 oflag=direct status=none'
+	healthy "dd (O_DIRECT) killed in a 4 GiB write"
 	rm "$hmnt/big"
 
 	# A volatile file, written while another loop purges the whole mount.
@@ -367,10 +367,10 @@ scenario_kills()
 	setfattr -n user.volatile.mark -v all "$hmnt/vbig"
 	load purger 'while :; do setfattr -n user.volatile.purge -v all . 2> /dev/null; sleep 0.01; done'
 	purger=$load_pid
-	kill_after 0.2 dd-volatile 'exec dd if=/dev/zero of=vbig bs=1M count=500 status=none'
+	kill_after 0.2 dd-volatile 'exec dd if=/dev/zero of=vbig bs=1M count=4096 status=none'
 	kill_group "$purger"
 	forget_load "$purger"
-	healthy "dd killed in a 500 MiB volatile write while purges run"
+	healthy "dd killed in a 4 GiB volatile write while purges run"
 	rm "$hmnt/vbig"
 
 	# mmap faults (fio's mmap engine memcpy()s through a shared mapping) while a
