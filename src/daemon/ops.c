@@ -482,6 +482,8 @@ struct dirbuf {
 	char *buf;
 	size_t size, pos;
 	bool plus;
+	struct inode **given;  /* readdirplus: the entries that gave a lookup */
+	size_t ngiven;
 };
 
 static int dir_fill(void *ctx, const char *name, struct inode *n, const struct stat *st,
@@ -496,6 +498,10 @@ static int dir_fill(void *ctx, const char *name, struct inode *n, const struct s
 		fill_entry(d->fs, &e, n, st);
 		len = fuse_add_direntry_plus(d->req, d->buf + d->pos, d->size - d->pos, name, &e,
 					     (off_t)next_off);
+		/* fs_readdir counts a lookup for each entry that fits, but
+		 * "." and ".." */
+		if (len <= d->size - d->pos && strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+			d->given[d->ngiven++] = n;
 	} else {
 		/* Type bits and st_ino never change: no lock needed. */
 		struct stat s = { .st_ino = n->ino, .st_mode = n->mode & S_IFMT };
@@ -523,11 +529,27 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	if (plus) {
+		/* No entry is smaller than one with a one-byte name
+		 * (with a NULL buffer libfuse only says the size). */
+		size_t least = fuse_add_direntry_plus(req, NULL, 0, "x", NULL, 0);
+
+		d.given = malloc((size / least + 1) * sizeof(*d.given));
+		if (!d.given) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
 	ret = fs_readdir(d.fs, node_of(req, ino), (uint64_t)off, plus, dir_fill, &d);
-	if (ret)
+	if (ret) {
 		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_buf(req, d.buf, d.pos);
+	} else if (fuse_reply_buf(req, d.buf, d.pos) != 0) {
+		/* Not taken (interrupted, or the connection is gone): the
+		 * kernel will not forget the lookups it never saw. */
+		for (size_t i = 0; i < d.ngiven; i++)
+			fs_forget(d.fs, d.given[i], 1);
+	}
+	free(d.given);
 }
 
 static void vfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
