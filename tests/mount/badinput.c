@@ -42,7 +42,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/falloc.h>
@@ -54,40 +53,22 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "mtest.h"
 #include "volatilefs.h"
 
 #define KIB 1024L
 #define PAGE 4096L
-#define FUSE_SUPER_MAGIC 0x65735546
-#define NOBODY 65534
 #define FSIZE (64 * KIB)
 #define DEPTH 200
 
 static char mount_dir[PATH_MAX];
-static char run_dir[PATH_MAX];
-static char test_dir[PATH_MAX];
 static pid_t daemon_pid;
 static const char *daemon_bin;
-
-static const char *errname(int e)
-{
-	const char *s = e ? strerrorname_np(e) : "no error";
-
-	return s ? s : "unknown errno";
-}
-
-#define CHECK(expr)                                                                 \
-	({                                                                          \
-		__typeof__(expr) r_ = (expr);                                       \
-		ck_assert_msg(r_ != -1, "%s failed: %s", #expr, errname(errno));    \
-		r_;                                                                 \
-	})
 
 /* ---------------------------------------------------------------------------------------- */
 /* Fixture                                                                                  */
@@ -99,33 +80,6 @@ static uint8_t pat(uint64_t off)
 	x ^= x >> 29;
 	x *= 0x94D049BB133111EBull;
 	return (uint8_t)(x % 255 + 1);
-}
-
-static void rm_tree_at(int parent, const char *name)
-{
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-	struct dirent *e;
-
-	if (fd < 0) {
-		unlinkat(parent, name, 0);
-		return;
-	}
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
-			rm_tree_at(dirfd(d), e->d_name);
-		else
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	unlinkat(parent, name, AT_REMOVEDIR);
-	closedir(d);
 }
 
 /*
@@ -154,20 +108,8 @@ static void make_fixture(void)
 
 static void setup(void)
 {
-	int n = snprintf(test_dir, sizeof(test_dir), "%s/t.XXXXXX", run_dir);
-
-	ck_assert(n > 0 && (size_t)n < sizeof(test_dir));
-	ck_assert_msg(mkdtemp(test_dir) != NULL, "mkdtemp(%s): %s", test_dir, errname(errno));
-	CHECK(chmod(test_dir, 0755));
-	CHECK(chdir(test_dir));
-	umask(022);
+	mtest_setup();
 	make_fixture();
-}
-
-static void teardown(void)
-{
-	if (chdir(run_dir) == 0)
-		rm_tree_at(AT_FDCWD, test_dir);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1208,24 +1150,22 @@ END_TEST
 /* ---------------------------------------------------------------------------------------- */
 /* Another user                                                                             */
 
+static int stat_mount(const void *arg)
+{
+	struct stat st;
+
+	(void)arg;
+	return stat(mount_dir, &st) == 0 ? 0 : 1;
+}
+
 static bool nobody_can_reach_mount(void)
 {
-	pid_t pid;
 	int status;
 
 	if (getuid() != 0)
 		return false;
-	pid = fork();
-	if (pid == 0) {
-		struct stat st;
-
-		if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
-			_exit(2);
-		_exit(stat(mount_dir, &st) == 0 ? 0 : 1);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return false;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	status = mtest_as_user(NOBODY, NOBODY, stat_mount, NULL);
+	return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 struct ncase {
@@ -1241,22 +1181,23 @@ static const struct ncase ncases[] = {
 	{ "memory_limit on the root as nobody", "user.volatile.memory_limit", "1M", EPERM },
 };
 
+/* The child's part of a row: 0 or the errno of its setxattr on the mount root. */
+static int nobody_setxattr(const void *arg)
+{
+	const struct ncase *c = arg;
+
+	return setxattr(mount_dir, c->name, c->value, strlen(c->value), 0) == 0 ? 0 : errno;
+}
+
 START_TEST(nobody)
 {
 	const struct ncase *c = &ncases[_i];
 	struct snap before, after;
-	pid_t pid;
 	int status;
 
 	snap_take(&before);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
-			_exit(255);
-		_exit(setxattr(mount_dir, c->name, c->value, strlen(c->value), 0) == 0 ? 0 : errno);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	status = mtest_as_user(NOBODY, NOBODY, nobody_setxattr, c);
+	ck_assert_msg(status != -1, "%s: fork or waitpid: %s", c->what, errname(errno));
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == c->err,
 		      "%s: got %s, want %s", c->what,
 		      WIFEXITED(status) ? errname(WEXITSTATUS(status)) : "a signal", errname(c->err));
@@ -1414,13 +1355,7 @@ END_TEST
 
 static TCase *tcase(Suite *s, const char *name, bool fixture)
 {
-	TCase *tc = tcase_create(name);
-
-	if (fixture)
-		tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	return tc;
+	return mtest_tcase(s, name, fixture ? setup : NULL, fixture ? mtest_teardown : NULL, 60);
 }
 
 #define NROWS(t) ((int)(sizeof(t) / sizeof((t)[0])))
@@ -1453,26 +1388,11 @@ static Suite *badinput_suite(bool as_nobody)
 
 int main(void)
 {
-	const char *base = getenv("VFS_TEST_DIR");
 	const char *pid = getenv("VFS_DAEMON_PID");
-	struct statfs sfs;
 	bool as_nobody;
-	SRunner *sr;
-	int failed, n;
 
-	if (base == NULL || *base == '\0') {
-		fprintf(stderr, "badinput: VFS_TEST_DIR is not set; set it to a mounted volatilefs, "
-				"e.g. VFS_TEST_DIR=/tmp/volatilefs\n");
+	if (!mtest_find_mount("badinput", mount_dir))
 		return 1;
-	}
-	if (statfs(base, &sfs) != 0 || sfs.f_type != FUSE_SUPER_MAGIC) {
-		fprintf(stderr, "badinput: VFS_TEST_DIR=%s is not a FUSE mount\n", base);
-		return 1;
-	}
-	if (!realpath(base, mount_dir)) {
-		fprintf(stderr, "badinput: %s: %s\n", base, strerror(errno));
-		return 1;
-	}
 	daemon_pid = pid && *pid ? (pid_t)atol(pid) : 0;
 	daemon_bin = getenv("VOLATILEFS");
 	if (daemon_bin && !*daemon_bin)
@@ -1485,24 +1405,12 @@ int main(void)
 		fprintf(stderr, "badinput: test case \"options\" left out: set VOLATILEFS to the "
 				"daemon binary\n");
 	make_names();
-	n = snprintf(run_dir, sizeof(run_dir), "%s/badinput.XXXXXX", mount_dir);
-	if (n < 0 || (size_t)n >= sizeof(run_dir) - 64 || mkdtemp(run_dir) == NULL ||
-	    chmod(run_dir, 0755) != 0) {
-		fprintf(stderr, "badinput: cannot make a directory in %s: %s\n", mount_dir,
-			strerror(errno));
+	if (!mtest_make_run_dir("badinput", mount_dir))
 		return 1;
-	}
 	as_nobody = nobody_can_reach_mount();
 	if (!as_nobody)
 		fprintf(stderr, "badinput: test case \"nobody\" left out: it needs root and a mount "
 				"with -o allow_other\n");
 
-	sr = srunner_create(badinput_suite(as_nobody));
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-
-	rm_tree_at(AT_FDCWD, run_dir);
-	return failed == 0 ? 0 : 1;
+	return mtest_run(badinput_suite(as_nobody));
 }

@@ -67,6 +67,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mtest.h"
+
 #define KIB 1024L
 #define MIB (1024L * KIB)
 #define PAGE 4096L
@@ -85,16 +87,8 @@
 #define FLOOD_RING 80
 #define FLOOD_SIZE MIB
 
-static char run_dir[PATH_MAX];
 static char root_dir[PATH_MAX];
 static pid_t daemon_pid;
-
-static const char *errname(int e)
-{
-	const char *s = e ? strerrorname_np(e) : "no error";
-
-	return s ? s : "unknown errno";
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* State shared between the processes                                                       */
@@ -216,21 +210,6 @@ static uint64_t rnd(void)
 static uint64_t rnd_below(uint64_t n)
 {
 	return n ? rnd() % n : 0;
-}
-
-static void nap_ms(long ms)
-{
-	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&t, NULL);
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1363,8 +1342,6 @@ static void pw_make_files(const char *dir, int threads)
 	}
 }
 
-static void rm_tree_at(int parent, const char *name);
-
 static char *make_test_dir(const char *name)
 {
 	static char dir[PATH_MAX];
@@ -1460,33 +1437,6 @@ END_TEST
 
 /* ---------------------------------------------------------------------------------------- */
 
-static void rm_tree_at(int parent, const char *name)
-{
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-	struct dirent *e;
-
-	if (fd < 0) {
-		unlinkat(parent, name, 0);
-		return;
-	}
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
-			rm_tree_at(dirfd(d), e->d_name);
-		else
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	unlinkat(parent, name, AT_REMOVEDIR);
-	closedir(d);
-}
-
 int main(void)
 {
 	const char *base = getenv("VFS_TEST_DIR"), *pid = getenv("VFS_DAEMON_PID");
@@ -1495,8 +1445,6 @@ int main(void)
 	struct stat st;
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed, n;
 
 	if (base == NULL || *base == '\0' || pid == NULL || atoi(pid) <= 0) {
 		fprintf(stderr, "concurrency: VFS_TEST_DIR and VFS_DAEMON_PID must be set; run me "
@@ -1508,29 +1456,14 @@ int main(void)
 		fprintf(stderr, "concurrency: VFS_TEST_DIR=%s is not a directory\n", base);
 		return 1;
 	}
-	n = snprintf(run_dir, sizeof(run_dir), "%s/concurrency.XXXXXX", root_dir);
-	if (n < 0 || (size_t)n >= sizeof(run_dir) - 64 || mkdtemp(run_dir) == NULL) {
-		fprintf(stderr, "concurrency: cannot make a directory in %s: %s\n", root_dir,
-			strerror(errno));
+	if (!mtest_make_run_dir("concurrency", root_dir))
 		return 1;
-	}
 
 	s = suite_create("concurrency");
-	tc = tcase_create("enospc");
-	tcase_set_timeout(tc, 60);
+	tc = mtest_tcase(s, "enospc", NULL, NULL, 60);
 	tcase_add_test(tc, parallel_volatile_writes_never_fail);
 	tcase_add_test(tc, creates_never_fail_while_volatile_data_exists);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("load");
-	tcase_set_timeout(tc, seconds + 2 * CALL_TIMEOUT + 60);
+	tc = mtest_tcase(s, "load", NULL, NULL, seconds + 2 * CALL_TIMEOUT + 60);
 	tcase_add_test(tc, mixed_load_loses_no_data_and_never_hangs);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-
-	rm_tree_at(AT_FDCWD, run_dir);
-	return failed == 0 ? 0 : 1;
+	return mtest_run(s);
 }

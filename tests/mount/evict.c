@@ -52,32 +52,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mtest.h"
+
 #define KIB 1024L
 #define MIB (1024L * KIB)
 #define PAGE 4096L
 
 #define TIMEOUT_SECONDS 120
 
-static char run_dir[PATH_MAX];
-static char test_dir[PATH_MAX];
 /* The mount root, and the memory limit it had when we started. */
 static char root_dir[PATH_MAX];
 static uint64_t start_limit;
 static pid_t daemon_pid;
-
-static const char *errname(int e)
-{
-	const char *s = e ? strerrorname_np(e) : "no error";
-
-	return s ? s : "unknown errno";
-}
-
-#define CHECK(expr)                                                                 \
-	({                                                                          \
-		__typeof__(expr) r_ = (expr);                                       \
-		ck_assert_msg(r_ != -1, "%s failed: %s", #expr, errname(errno));    \
-		r_;                                                                 \
-	})
 
 /* ---------------------------------------------------------------------------------------- */
 /* Data                                                                                     */
@@ -138,16 +124,8 @@ static void zero_assert(const uint8_t *buf, size_t len, const char *what)
 		      i < 0 ? 0 : buf[i]);
 }
 
-static void *xmalloc(size_t len)
-{
-	void *p = malloc(len ? len : 1);
-
-	ck_assert_ptr_nonnull(p);
-	return p;
-}
-
-/* Writes everything or fails the test; returns nothing. */
-static void pwrite_all(int fd, const void *buf, size_t len, off_t off, const char *what)
+/* pwrite_all(), with what it writes named in the message when it fails. */
+static void pwrite_named(int fd, const void *buf, size_t len, off_t off, const char *what)
 {
 	const uint8_t *p = buf;
 
@@ -188,23 +166,6 @@ static size_t pwrite_some(int fd, const void *buf, size_t len, off_t off, int *e
 	return done;
 }
 
-static size_t pread_all(int fd, void *buf, size_t len, off_t off)
-{
-	uint8_t *p = buf;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, p + done, len - done, off + (off_t)done);
-
-		ck_assert_msg(n >= 0, "pread(%zu bytes at %lld): %s", len - done,
-			      (long long)(off + (off_t)done), errname(errno));
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return done;
-}
-
 /* Reads path whole into a new buffer of exactly len bytes (fails if its size differs). */
 static uint8_t *read_file(const char *path, size_t len)
 {
@@ -226,29 +187,6 @@ static void vset(const char *path, const char *name, const char *value)
 		      "setxattr(%s, %s, \"%s\"): %s", path, name, value, errname(errno));
 }
 
-/* The value of an attribute as a NUL-terminated string (free it); fails on error. */
-static char *vget(const char *path, const char *name)
-{
-	for (int tries = 0; tries < 10; tries++) {
-		ssize_t len = getxattr(path, name, NULL, 0), got;
-		char *buf;
-
-		ck_assert_msg(len >= 0, "getxattr(%s, %s) size probe: %s", path, name,
-			      errname(errno));
-		buf = xmalloc((size_t)len + 1);
-		got = getxattr(path, name, buf, (size_t)len);
-		if (got < 0 && errno == ERANGE) { /* grew meanwhile */
-			free(buf);
-			continue;
-		}
-		ck_assert_msg(got >= 0, "getxattr(%s, %s): %s", path, name, errname(errno));
-		buf[got] = '\0';
-		return buf;
-	}
-	ck_abort_msg("getxattr(%s, %s): ERANGE ten times in a row", path, name);
-	return NULL;
-}
-
 static void mark(const char *path, const char *ranges)
 {
 	vset(path, "user.volatile.mark", ranges);
@@ -257,7 +195,7 @@ static void mark(const char *path, const char *ranges)
 /* user.volatile.purged equals want (e.g. "0:4096\n", or "" for nothing purged). */
 static void assert_purged(const char *path, const char *want)
 {
-	char *got = vget(path, "user.volatile.purged");
+	char *got = xattr_get(path, "user.volatile.purged");
 
 	ck_assert_msg(strcmp(got, want) == 0, "%s: user.volatile.purged is \"%s\", expected \"%s\"",
 		      path, got, want);
@@ -267,7 +205,7 @@ static void assert_purged(const char *path, const char *want)
 /* The one unit of a file is purged (true) or still volatile (false); fails otherwise. */
 static bool unit_purged(const char *path)
 {
-	char *r = vget(path, "user.volatile.ranges");
+	char *r = xattr_get(path, "user.volatile.ranges");
 	char *sp = strchr(r, ' ');
 	bool purged;
 
@@ -286,7 +224,7 @@ static bool unit_purged(const char *path)
 /* One key of user.volatile.stats on the root. */
 static uint64_t stat_key(const char *key)
 {
-	char *s = vget(root_dir, "user.volatile.stats");
+	char *s = xattr_get(root_dir, "user.volatile.stats");
 	size_t klen = strlen(key);
 	uint64_t v = 0;
 	bool found = false;
@@ -328,13 +266,6 @@ static uint64_t daemon_rss(void)
 	return kib * KIB;
 }
 
-static void nap_ms(long ms)
-{
-	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&t, NULL);
-}
-
 /* The allowance over the limit for a sampled RSS: max(1%, 4 MiB). */
 static uint64_t rss_margin(uint64_t limit)
 {
@@ -343,38 +274,6 @@ static uint64_t rss_margin(uint64_t limit)
 
 /* ---------------------------------------------------------------------------------------- */
 /* Fixture                                                                                  */
-
-static void rm_tree_at(int parent, const char *name)
-{
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-	struct dirent *e;
-
-	if (fd < 0) {
-		unlinkat(parent, name, 0);
-		return;
-	}
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
-			rm_tree_at(dirfd(d), e->d_name);
-		else
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	unlinkat(parent, name, AT_REMOVEDIR);
-	closedir(d);
-}
-
-static void rm_tree(const char *path)
-{
-	rm_tree_at(AT_FDCWD, path);
-}
 
 /* Removes everything under dir, keeping dir. */
 static void empty_dir(const char *dir)
@@ -397,7 +296,6 @@ static void empty_dir(const char *dir)
 static void setup(void)
 {
 	char lim[32];
-	int n;
 
 	empty_dir(run_dir);
 	snprintf(lim, sizeof(lim), "%" PRIu64, start_limit);
@@ -408,17 +306,7 @@ static void setup(void)
 	ck_assert_msg(stat_key("data_bytes") <= (uint64_t)MIB,
 		      "%" PRIu64 " bytes of data still held 10 s after the earlier tests' files "
 		      "were deleted", stat_key("data_bytes"));
-
-	n = snprintf(test_dir, sizeof(test_dir), "%s/t.XXXXXX", run_dir);
-	ck_assert(n > 0 && (size_t)n < sizeof(test_dir));
-	ck_assert_msg(mkdtemp(test_dir) != NULL, "mkdtemp(%s): %s", test_dir, errname(errno));
-	CHECK(chdir(test_dir));
-}
-
-static void teardown(void)
-{
-	if (chdir(run_dir) == 0)
-		rm_tree(test_dir);
+	mtest_setup();
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -459,7 +347,7 @@ START_TEST(purge_report_is_final_for_read_cache_and_mmap)
 		snprintf(name, sizeof(name), "f%zu", i);
 		pat_fill(buf, size, 0, seed);
 		fd = CHECK(open(name, O_RDWR | O_CREAT | O_EXCL, 0644));
-		pwrite_all(fd, buf, size, 0, name);
+		pwrite_named(fd, buf, size, 0, name);
 		snprintf(want, sizeof(want), "0:%zu", c->bounded ? size : 0);
 		mark(name, want);
 		/* Read it all: the kernel's page cache now holds every page. */
@@ -610,7 +498,7 @@ START_TEST(write_flood_stays_under_limit_and_purges_oldest_first)
 		uint8_t *got;
 
 		snprintf(name, sizeof(name), "v%03d", i);
-		p = vget(name, "user.volatile.purged");
+		p = xattr_get(name, "user.volatile.purged");
 		got = read_file(name, FLOOD_SIZE);
 		if (*p) {
 			ck_assert_msg(strcmp(p, range) == 0,
@@ -667,7 +555,7 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 		snprintf(name, sizeof(name), "vol%d", i);
 		rnd_fill(buf, MIB, 1000 + (uint64_t)i);
 		fd = CHECK(open(name, O_WRONLY | O_CREAT | O_EXCL, 0644));
-		pwrite_all(fd, buf, MIB, 0, name);
+		pwrite_named(fd, buf, MIB, 0, name);
 		CHECK(close(fd));
 		mark(name, "0:0");
 	}
@@ -789,7 +677,7 @@ static void make_volatile(const char *name, size_t size, unsigned seed, const ch
 
 	rnd_fill(buf, size, seed);
 	fd = CHECK(open(name, O_WRONLY | O_CREAT | O_EXCL, 0644));
-	pwrite_all(fd, buf, size, 0, name);
+	pwrite_named(fd, buf, size, 0, name);
 	CHECK(close(fd));
 	snprintf(value, sizeof(value), "0:0 %s", flags);
 	mark(name, value);
@@ -1004,7 +892,7 @@ START_TEST(lowering_memory_limit_purges_at_once)
 	ck_assert_msg(vol1 + 24 * MIB <= vol0, "volatile_bytes fell only from %" PRIu64 " to %"
 		      PRIu64, vol0, vol1);
 
-	v = vget(root_dir, "user.volatile.memory_limit");
+	v = xattr_get(root_dir, "user.volatile.memory_limit");
 	ck_assert_uint_eq(strtoull(v, NULL, 10), new_limit);
 	free(v);
 	low = stat_key("memory_low");
@@ -1016,7 +904,7 @@ START_TEST(lowering_memory_limit_purges_at_once)
 		uint8_t *got, *want = xmalloc(MIB);
 
 		snprintf(name, sizeof(name), "v%02d", i);
-		v = vget(name, "user.volatile.purged");
+		v = xattr_get(name, "user.volatile.purged");
 		got = read_file(name, MIB);
 		if (*v) {
 			zero_assert(got, MIB, name);
@@ -1039,12 +927,7 @@ END_TEST
 
 static TCase *tcase(Suite *s, const char *name)
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, TIMEOUT_SECONDS);
-	suite_add_tcase(s, tc);
-	return tc;
+	return mtest_tcase(s, name, setup, mtest_teardown, TIMEOUT_SECONDS);
 }
 
 static Suite *evict_suite(void)
@@ -1072,8 +955,7 @@ int main(void)
 	const char *base = getenv("VFS_TEST_DIR"), *pid = getenv("VFS_DAEMON_PID");
 	char *v;
 	struct stat st;
-	SRunner *sr;
-	int failed, n;
+	int status, n;
 
 	if (base == NULL || *base == '\0') {
 		fprintf(stderr, "evict: VFS_TEST_DIR is not set; run me through with-mount.sh\n");
@@ -1102,23 +984,13 @@ int main(void)
 	start_limit = strtoull(v, NULL, 10);
 	free(v);
 
-	n = snprintf(run_dir, sizeof(run_dir), "%s/evict.XXXXXX", root_dir);
-	if (n < 0 || (size_t)n >= sizeof(run_dir) - 64 || mkdtemp(run_dir) == NULL) {
-		fprintf(stderr, "evict: cannot make a directory in %s: %s\n", root_dir,
-			strerror(errno));
+	if (!mtest_make_run_dir("evict", root_dir))
 		return 1;
-	}
 
-	sr = srunner_create(evict_suite());
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-
-	rm_tree(run_dir);
+	status = mtest_run(evict_suite());
 	v = NULL;
 	if (asprintf(&v, "%" PRIu64, start_limit) > 0)
 		setxattr(root_dir, "user.volatile.memory_limit", v, strlen(v), 0);
 	free(v);
-	return failed == 0 ? 0 : 1;
+	return status;
 }

@@ -28,7 +28,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -48,44 +47,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mtest.h"
+
 #define KIB 1024L
 #define MIB (1024L * KIB)
 #define GIB (1024L * MIB)
 #define TIB (1024L * GIB)
 #define PAGE 4096L
 
-#define NOBODY 65534
 #define TIMEOUT_SECONDS 60
-
-/* Set in main() before any test is forked; children inherit it. */
-static char run_dir[PATH_MAX];
-/* This test's own directory, and the working directory while it runs. */
-static char test_dir[PATH_MAX];
-
-static const char *errname(int e)
-{
-	const char *s = e ? strerrorname_np(e) : "no error";
-
-	return s ? s : "unknown errno";
-}
-
-/* A call that must succeed; evaluates to its result. */
-#define CHECK(expr)                                                                 \
-	({                                                                          \
-		__typeof__(expr) r_ = (expr);                                       \
-		ck_assert_msg(r_ != -1, "%s failed: %s", #expr, errname(errno));    \
-		r_;                                                                 \
-	})
-
-/* A call that must fail with exactly this errno. */
-#define ASSERT_ERRNO(expr, err)                                                     \
-	do {                                                                        \
-		errno = 0;                                                          \
-		long r_ = (long)(expr);                                             \
-		int e_ = errno;                                                     \
-		ck_assert_msg(r_ == -1 && e_ == (err), "%s: expected -1 (%s), got %ld (%s)", \
-			      #expr, errname(err), r_, r_ == -1 ? errname(e_) : "success"); \
-	} while (0)
 
 /* A child's exit status that is an errno: 0 for success. */
 #define ASSERT_CHILD_ERRNO(got, err)                                                \
@@ -129,47 +99,6 @@ static void zero_assert(const uint8_t *buf, size_t len, uint64_t off)
 	for (size_t i = 0; i < len; i++)
 		ck_assert_msg(buf[i] == 0, "byte at file offset %llu is 0x%02x, expected 0",
 			      (unsigned long long)(off + i), buf[i]);
-}
-
-static void *xmalloc(size_t len)
-{
-	void *p = malloc(len);
-
-	ck_assert_ptr_nonnull(p);
-	return p;
-}
-
-static void pwrite_all(int fd, const void *buf, size_t len, off_t off)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, off);
-
-		ck_assert_msg(n > 0, "pwrite(%zu bytes at %lld): %s", len, (long long)off,
-			      n < 0 ? errname(errno) : "wrote 0");
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-}
-
-/* Reads up to len bytes at off, stopping early only at end of file; returns the count. */
-static size_t pread_all(int fd, void *buf, size_t len, off_t off)
-{
-	uint8_t *p = buf;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, p + done, len - done, off + (off_t)done);
-
-		ck_assert_msg(n >= 0, "pread(%zu bytes at %lld): %s", len - done,
-			      (long long)(off + (off_t)done), errname(errno));
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return done;
 }
 
 /* Creates (or truncates) path with these contents and closes it. */
@@ -309,61 +238,6 @@ static const struct dent *find_dent(const struct dent *ents, size_t n, const cha
 	return found;
 }
 
-/* Removes name under parent, however deep, without building full paths. */
-static void rm_tree_at(int parent, const char *name)
-{
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-	struct dirent *e;
-
-	if (fd < 0) {
-		unlinkat(parent, name, 0);
-		return;
-	}
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
-	for (int pass = 0; pass < 3; pass++) {
-		rewinddir(d);
-		while ((e = readdir(d)) != NULL) {
-			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-				continue;
-			if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
-				rm_tree_at(dirfd(d), e->d_name);
-			else
-				unlinkat(dirfd(d), e->d_name, 0);
-		}
-		if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno != ENOTEMPTY)
-			break;
-	}
-	closedir(d);
-}
-
-static void rm_tree(const char *path)
-{
-	rm_tree_at(AT_FDCWD, path);
-}
-
-static void setup(void)
-{
-	int n = snprintf(test_dir, sizeof(test_dir), "%s/t.XXXXXX", run_dir);
-
-	ck_assert(n > 0 && (size_t)n < sizeof(test_dir));
-	ck_assert_msg(mkdtemp(test_dir) != NULL, "mkdtemp(%s): %s", test_dir, errname(errno));
-	/* Children running as nobody work here through relative names. */
-	CHECK(chmod(test_dir, 0755));
-	CHECK(chdir(test_dir));
-	umask(022);
-}
-
-static void teardown(void)
-{
-	if (chdir(run_dir) == 0)
-		rm_tree(test_dir);
-}
-
 /* What the permission tests have a child running as nobody do. */
 enum nobody_op {
 	NB_OPEN_READ,   /* open(a, O_RDONLY) */
@@ -373,45 +247,53 @@ enum nobody_op {
 	NB_RENAME,      /* rename(a, b) */
 };
 
+struct nobody_call {
+	enum nobody_op op;
+	const char *a, *b;
+};
+
+/* The child's part: returns 0 or the errno it got. */
+static int nobody_do(const void *arg)
+{
+	const struct nobody_call *c = arg;
+	int fd, r = 0;
+
+	switch (c->op) {
+	case NB_OPEN_READ:
+		fd = open(c->a, O_RDONLY);
+		r = fd < 0 ? -1 : close(fd);
+		break;
+	case NB_WRITE_BYTE:
+		fd = open(c->a, O_WRONLY);
+		r = fd < 0 ? -1 : pwrite(fd, "x", 1, 0) == 1 ? close(fd) : -1;
+		break;
+	case NB_CREATE:
+		fd = open(c->a, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		r = fd < 0 ? -1 : close(fd);
+		break;
+	case NB_UNLINK:
+		r = unlink(c->a);
+		break;
+	case NB_RENAME:
+		r = rename(c->a, c->b);
+		break;
+	}
+	return r == 0 ? 0 : errno & 0xff;
+}
+
 /*
  * Runs op in a child with uid, gid 65534 and no supplementary groups, in this test's
  * directory; returns 0 or the errno the child got.
  */
 static int as_nobody(enum nobody_op op, const char *a, const char *b)
 {
-	pid_t pid = CHECK(fork());
-	int status;
+	const struct nobody_call c = { op, a, b };
+	int status = mtest_as_user(NOBODY, NOBODY, nobody_do, &c);
 
-	if (pid == 0) {
-		int fd, r = 0;
-
-		if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
-			_exit(250);
-		switch (op) {
-		case NB_OPEN_READ:
-			fd = open(a, O_RDONLY);
-			r = fd < 0 ? -1 : close(fd);
-			break;
-		case NB_WRITE_BYTE:
-			fd = open(a, O_WRONLY);
-			r = fd < 0 ? -1 : pwrite(fd, "x", 1, 0) == 1 ? close(fd) : -1;
-			break;
-		case NB_CREATE:
-			fd = open(a, O_WRONLY | O_CREAT | O_EXCL, 0644);
-			r = fd < 0 ? -1 : close(fd);
-			break;
-		case NB_UNLINK:
-			r = unlink(a);
-			break;
-		case NB_RENAME:
-			r = rename(a, b);
-			break;
-		}
-		_exit(r == 0 ? 0 : errno & 0xff);
-	}
-	CHECK(waitpid(pid, &status, 0));
+	ck_assert_msg(status != -1, "fork or waitpid: %s", errname(errno));
 	ck_assert_msg(WIFEXITED(status), "child killed by signal %d", WTERMSIG(status));
-	ck_assert_msg(WEXITSTATUS(status) != 250, "child could not drop to uid %d", NOBODY);
+	ck_assert_msg(WEXITSTATUS(status) != MTEST_NO_USER, "child could not drop to uid %d",
+		      NOBODY);
 	return WEXITSTATUS(status);
 }
 
@@ -2753,12 +2635,7 @@ END_TEST
 
 static TCase *tcase(Suite *s, const char *name)
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, TIMEOUT_SECONDS);
-	suite_add_tcase(s, tc);
-	return tc;
+	return mtest_tcase(s, name, mtest_setup, mtest_teardown, TIMEOUT_SECONDS);
 }
 
 static Suite *fsops_suite(bool root)
@@ -2942,8 +2819,6 @@ int main(void)
 	const char *base = getenv("VFS_TEST_DIR");
 	bool root = geteuid() == 0;
 	struct stat st;
-	SRunner *sr;
-	int failed, n;
 
 	if (base == NULL || *base == '\0') {
 		fprintf(stderr, "fsops: VFS_TEST_DIR is not set; set it to a directory on the "
@@ -2954,23 +2829,11 @@ int main(void)
 		fprintf(stderr, "fsops: VFS_TEST_DIR=%s is not a directory\n", base);
 		return 1;
 	}
-	n = snprintf(run_dir, sizeof(run_dir), "%s/fsops.XXXXXX", base);
-	if (n < 0 || (size_t)n >= sizeof(run_dir) - 64 || mkdtemp(run_dir) == NULL ||
-	    chmod(run_dir, 0755) != 0) {
-		fprintf(stderr, "fsops: cannot make a directory in %s: %s\n", base,
-			strerror(errno));
+	if (!mtest_make_run_dir("fsops", base))
 		return 1;
-	}
 	if (!root)
 		fprintf(stderr, "fsops: not running as root: ownership and permission tests "
 				"(test case \"owner\") left out\n");
 
-	sr = srunner_create(fsops_suite(root));
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-
-	rm_tree(run_dir);
-	return failed == 0 ? 0 : 1;
+	return mtest_run(fsops_suite(root));
 }

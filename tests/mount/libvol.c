@@ -29,7 +29,6 @@
  * compared as text, "OFFSET:LENGTH STATE priority=N[ age]\n" per unit, sorted by offset.
  */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -52,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mtest.h"
 #include "volatilefs.h"
 
 #define KIB 1024ull
@@ -62,38 +62,8 @@
 #define WAKE_LIMIT_MS 2000
 #define PURGE_DELAY_MS 300
 
-#define FUSE_SUPER_MAGIC 0x65735546
-
-/* Set in main() before any test is forked; children inherit them. */
+/* VFS_TEST_DIR, resolved: the mount root. */
 static char mount_dir[PATH_MAX];
-static char run_dir[PATH_MAX];
-/* This test's own directory, and the working directory while it runs. */
-static char test_dir[PATH_MAX];
-
-static const char *errname(int e)
-{
-	const char *s = e ? strerrorname_np(e) : "no error";
-
-	return s ? s : "unknown errno";
-}
-
-/* A call that must succeed (not return -1); evaluates to its result. */
-#define CHECK(expr)                                                                 \
-	({                                                                          \
-		__typeof__(expr) r_ = (expr);                                       \
-		ck_assert_msg(r_ != -1, "%s failed: %s", #expr, errname(errno));    \
-		r_;                                                                 \
-	})
-
-/* A call that must fail with exactly this errno. */
-#define ASSERT_ERRNO(expr, err)                                                     \
-	do {                                                                        \
-		errno = 0;                                                          \
-		long r_ = (long)(expr);                                             \
-		int e_ = errno;                                                     \
-		ck_assert_msg(r_ == -1 && e_ == (err), "%s: expected -1 (%s), got %ld (%s)", \
-			      #expr, errname(err), r_, r_ == -1 ? errname(e_) : "success"); \
-	} while (0)
 
 /* ---------------------------------------------------------------------------------------- */
 /* Helpers                                                                                  */
@@ -107,47 +77,6 @@ static uint8_t pat(uint64_t off, unsigned seed)
 	x *= 0x94D049BB133111EBull;
 	x ^= x >> 32;
 	return (uint8_t)(x % 255 + 1);
-}
-
-static void *xmalloc(size_t len)
-{
-	void *p = malloc(len ? len : 1);
-
-	ck_assert_ptr_nonnull(p);
-	return p;
-}
-
-static void pwrite_all(int fd, const void *buf, size_t len, off_t off)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, off);
-
-		ck_assert_msg(n > 0, "pwrite(%zu bytes at %lld): %s", len, (long long)off,
-			      n < 0 ? errname(errno) : "wrote 0");
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-}
-
-/* Reads up to len bytes at off, stopping early only at end of file; returns the count. */
-static size_t pread_all(int fd, void *buf, size_t len, off_t off)
-{
-	uint8_t *p = buf;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, p + done, len - done, off + (off_t)done);
-
-		ck_assert_msg(n >= 0, "pread(%zu bytes at %lld): %s", len - done,
-			      (long long)(off + (off_t)done), errname(errno));
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return done;
 }
 
 /* Writes the pattern of [off, off + len) with this seed. */
@@ -206,32 +135,9 @@ static int make_file(const char *name, size_t size)
 	return fd;
 }
 
-/* The value of an extended attribute as a NUL-terminated string (freed by the caller). */
-static char *xattr_str(const char *path, const char *name)
-{
-	for (int tries = 0; tries < 10; tries++) {
-		ssize_t size = getxattr(path, name, NULL, 0);
-		char *buf;
-		ssize_t got;
-
-		ck_assert_msg(size >= 0, "getxattr(%s, %s) size: %s", path, name, errname(errno));
-		buf = xmalloc((size_t)size + 1);
-		got = getxattr(path, name, buf, (size_t)size);
-		if (got < 0 && errno == ERANGE) { /* it grew meanwhile */
-			free(buf);
-			continue;
-		}
-		ck_assert_msg(got >= 0, "getxattr(%s, %s): %s", path, name, errname(errno));
-		buf[got] = '\0';
-		return buf;
-	}
-	ck_abort_msg("getxattr(%s, %s) kept changing size", path, name);
-	return NULL;
-}
-
 static void assert_xattr(const char *path, const char *name, const char *want)
 {
-	char *got = xattr_str(path, name);
+	char *got = xattr_get(path, name);
 
 	ck_assert_msg(strcmp(got, want) == 0, "%s of %s:\n got \"%s\"\nwant \"%s\"", name, path,
 		      got, want);
@@ -304,14 +210,6 @@ static int64_t ms_since(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&t, &t) != 0 && errno == EINTR)
-		;
-}
-
 /* Whether poll() sees POLLPRI on fd within timeout_ms. */
 static bool pollpri(int fd, int timeout_ms)
 {
@@ -328,7 +226,7 @@ static pid_t purge_later(const char *path, long delay_ms)
 	pid_t pid = CHECK(fork());
 
 	if (pid == 0) {
-		sleep_ms(delay_ms);
+		nap_ms(delay_ms);
 		_exit(setxattr(path, "user.volatile.purge", "all", 3, 0) == 0 ? 0 : 1);
 	}
 	return pid;
@@ -351,52 +249,6 @@ static int purged_file(void)
 	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
 	purge_file("f");
 	return fd;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Fixture                                                                                  */
-
-static void rm_tree_at(int parent, const char *name)
-{
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-	struct dirent *e;
-
-	if (fd < 0) {
-		unlinkat(parent, name, 0);
-		return;
-	}
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
-			rm_tree_at(dirfd(d), e->d_name);
-		else
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	unlinkat(parent, name, AT_REMOVEDIR);
-	closedir(d);
-}
-
-static void setup(void)
-{
-	int n = snprintf(test_dir, sizeof(test_dir), "%s/t.XXXXXX", run_dir);
-
-	ck_assert(n > 0 && (size_t)n < sizeof(test_dir));
-	ck_assert_msg(mkdtemp(test_dir) != NULL, "mkdtemp(%s): %s", test_dir, errname(errno));
-	CHECK(chdir(test_dir));
-	umask(022);
-}
-
-static void teardown(void)
-{
-	if (chdir(run_dir) == 0)
-		rm_tree_at(AT_FDCWD, test_dir);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1231,7 +1083,7 @@ START_TEST(purged_pages_through_more_than_one_batch)
 	static const size_t maxes[] = { 1, 127, 128, 129, 200, 255, 256, 257, 299, 300, 301, 1000 };
 	struct volatilefs_extent *out = xmalloc(1001 * sizeof(*out));
 	int fd = many_purged_extents();
-	char *text = xattr_str("f", "user.volatile.purged");
+	char *text = xattr_get("f", "user.volatile.purged");
 	size_t lines = 0;
 
 	ck_assert_int_gt(NUNITS, 2 * VOLATILEFS_PURGED_BATCH);
@@ -1429,7 +1281,7 @@ END_TEST
 
 static void *purge_thread(void *arg)
 {
-	sleep_ms(PURGE_DELAY_MS);
+	nap_ms(PURGE_DELAY_MS);
 	return (void *)(intptr_t)setxattr(arg, "user.volatile.purge", "all", 3, 0);
 }
 
@@ -1468,7 +1320,7 @@ START_TEST(sleeping_poll_wakes_on_a_purge_of_the_whole_mount)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pid = CHECK(fork());
 	if (pid == 0) {
-		sleep_ms(PURGE_DELAY_MS);
+		nap_ms(PURGE_DELAY_MS);
 		_exit(setxattr(mount_dir, "user.volatile.purge", "all", 3, 0) == 0 ? 0 : 1);
 	}
 	pri = pollpri(fd, 5000);
@@ -1510,7 +1362,7 @@ START_TEST(sleeping_polls_on_two_descriptors_both_wake)
 	for (int i = 0; i < 2; i++) {
 		clock_gettime(CLOCK_MONOTONIC, &p[i].t0);
 		ck_assert_int_eq(pthread_create(&th[i], NULL, poll_thread, &p[i]), 0);
-		sleep_ms(100);
+		nap_ms(100);
 	}
 	pid = purge_later("f", PURGE_DELAY_MS);
 	for (int i = 0; i < 2; i++)
@@ -1677,12 +1529,7 @@ END_TEST
 
 static TCase *tcase(Suite *s, const char *name)
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, TIMEOUT_SECONDS);
-	suite_add_tcase(s, tc);
-	return tc;
+	return mtest_tcase(s, name, mtest_setup, mtest_teardown, TIMEOUT_SECONDS);
 }
 
 static Suite *libvol_suite(bool eio)
@@ -1773,48 +1620,22 @@ static Suite *libvol_suite(bool eio)
 
 int main(void)
 {
-	const char *base = getenv("VFS_TEST_DIR");
 	const char *mode = getenv("VFS_PURGED_READ");
 	bool eio = mode && strcmp(mode, "eio") == 0;
-	struct statfs sfs;
-	SRunner *sr;
-	int failed, n;
 
-	if (base == NULL || *base == '\0') {
-		fprintf(stderr, "libvol: VFS_TEST_DIR is not set; set it to a mounted volatilefs, "
-				"e.g. VFS_TEST_DIR=/tmp/volatilefs\n");
+	if (!mtest_find_mount("libvol", mount_dir))
 		return 1;
-	}
 	if (mode && *mode && strcmp(mode, "zero") != 0 && !eio) {
 		fprintf(stderr, "libvol: VFS_PURGED_READ=%s: want zero or eio\n", mode);
 		return 1;
 	}
-	if (statfs(base, &sfs) != 0 || sfs.f_type != FUSE_SUPER_MAGIC) {
-		fprintf(stderr, "libvol: VFS_TEST_DIR=%s is not a FUSE mount\n", base);
+	if (!mtest_make_run_dir("libvol", mount_dir))
 		return 1;
-	}
-	if (!realpath(base, mount_dir)) {
-		fprintf(stderr, "libvol: %s: %s\n", base, strerror(errno));
-		return 1;
-	}
-	n = snprintf(run_dir, sizeof(run_dir), "%s/libvol.XXXXXX", mount_dir);
-	if (n < 0 || (size_t)n >= sizeof(run_dir) - 64 || mkdtemp(run_dir) == NULL) {
-		fprintf(stderr, "libvol: cannot make a directory in %s: %s\n", mount_dir,
-			strerror(errno));
-		return 1;
-	}
 	if (eio)
 		fprintf(stderr, "libvol: VFS_PURGED_READ=eio: running only test case \"eio\"\n");
 	else
 		fprintf(stderr, "libvol: test case \"eio\" left out (it needs VFS_PURGED_READ=eio "
 				"and a mount with -o purged_read=eio)\n");
 
-	sr = srunner_create(libvol_suite(eio));
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-
-	rm_tree_at(AT_FDCWD, run_dir);
-	return failed == 0 ? 0 : 1;
+	return mtest_run(libvol_suite(eio));
 }

@@ -62,7 +62,6 @@
  * removes everything it made before the next run.
  */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -77,11 +76,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "mtest.h"
 #include "volatilefs.h"
 
 #define PG ((uint64_t)4096)
@@ -94,12 +93,10 @@
 #define MAXINODES 8
 #define MAXUNITS 512
 #define UNB UINT64_MAX
-#define FUSE_SUPER_MAGIC 0x65735546
 /* Every this many steps, every live file gets the full check. */
 #define FULL_CHECK_EVERY 50
 
 static char mount_dir[PATH_MAX];
-static char run_dir[PATH_MAX];
 static uint64_t *seeds;
 static size_t nseeds;
 static long nops = 2000;
@@ -109,13 +106,6 @@ static bool trace_all;
 static bool write_unmark;
 static long *keep;
 static size_t nkeep;
-
-static const char *errname(int e)
-{
-	const char *s = e ? strerrorname_np(e) : "no error";
-
-	return s ? s : "unknown errno";
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* PRNG                                                                                     */
@@ -1909,33 +1899,6 @@ struct result {
 	char msg[4096];
 };
 
-static void rm_tree_at(int parent, const char *name)
-{
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-	struct dirent *e;
-
-	if (fd < 0) {
-		unlinkat(parent, name, 0);
-		return;
-	}
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
-			rm_tree_at(dirfd(d), e->d_name);
-		else
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	unlinkat(parent, name, AT_REMOVEDIR);
-	closedir(d);
-}
-
 static unsigned long run_counter;
 static char seed_dir[PATH_MAX];
 
@@ -1976,14 +1939,6 @@ static void run(const struct op *ops, long n, long trace_from, struct result *re
 	free(S);
 }
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /*
  * Shrinks a failing sequence: ops[0..*n) fails with kind fk.  Deletes chunks of steps, halving
  * the chunk down to single steps, keeping each deletion after which the same kind of failure
@@ -1994,7 +1949,7 @@ static void shrink(struct op *ops, long *idx, long *n, enum fail_kind fk, struct
 {
 	struct op *cand = malloc((size_t)*n * sizeof(*cand));
 	long *cidx = malloc((size_t)*n * sizeof(*cidx));
-	double deadline = now() + (double)shrink_seconds;
+	double deadline = now_s() + (double)shrink_seconds;
 	struct result res;
 	long runs = 0;
 
@@ -2004,7 +1959,7 @@ static void shrink(struct op *ops, long *idx, long *n, enum fail_kind fk, struct
 		for (long i = 0; i < *n;) {
 			long m = 0, c = chunk;
 
-			if (now() > deadline) {
+			if (now_s() > deadline) {
 				fprintf(stderr, "modelcheck: shrinking stopped after %ld runs: "
 					"MODELCHECK_SHRINK_SECONDS=%ld is up\n", runs, shrink_seconds);
 				goto out;
@@ -2211,28 +2166,13 @@ static long env_long(const char *name, long def, long min)
 
 int main(void)
 {
-	const char *base = getenv("VFS_TEST_DIR");
 	const char *s = getenv("MODELCHECK_SEEDS");
 	const char *t = getenv("MODELCHECK_TRACE");
-	struct statfs sfs;
-	SRunner *sr;
 	Suite *suite;
 	TCase *tc;
-	int failed, n;
 
-	if (base == NULL || *base == '\0') {
-		fprintf(stderr, "modelcheck: VFS_TEST_DIR is not set; set it to a mounted volatilefs, "
-				"e.g. VFS_TEST_DIR=/tmp/volatilefs\n");
+	if (!mtest_find_mount("modelcheck", mount_dir))
 		return 1;
-	}
-	if (statfs(base, &sfs) != 0 || sfs.f_type != FUSE_SUPER_MAGIC) {
-		fprintf(stderr, "modelcheck: VFS_TEST_DIR=%s is not a FUSE mount\n", base);
-		return 1;
-	}
-	if (!realpath(base, mount_dir)) {
-		fprintf(stderr, "modelcheck: %s: %s\n", base, strerror(errno));
-		return 1;
-	}
 	if (s && strcmp(s, "random") == 0) {
 		uint64_t r = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
@@ -2261,27 +2201,14 @@ int main(void)
 		return 2;
 	}
 
-	n = snprintf(run_dir, sizeof(run_dir), "%s/modelcheck.XXXXXX", mount_dir);
-	if (n < 0 || (size_t)n >= sizeof(run_dir) - 64 || mkdtemp(run_dir) == NULL) {
-		fprintf(stderr, "modelcheck: cannot make a directory in %s: %s\n", mount_dir,
-			strerror(errno));
+	if (!mtest_make_run_dir("modelcheck", mount_dir))
 		return 1;
-	}
 	fprintf(stderr, "modelcheck: %zu seed(s) x %ld operations (MODELCHECK_SEEDS, MODELCHECK_OPS)\n",
 		nseeds, nops);
 
 	suite = suite_create("modelcheck");
-	tc = tcase_create("model");
 	/* A few ms a step here; room for a sanitizer build and for shrinking. */
-	tcase_set_timeout(tc, (double)(60 + nops / 20 + shrink_seconds * 2));
+	tc = mtest_tcase(suite, "model", NULL, NULL, (double)(60 + nops / 20 + shrink_seconds * 2));
 	tcase_add_loop_test(tc, modelcheck_seed, 0, (int)nseeds);
-	suite_add_tcase(suite, tc);
-	sr = srunner_create(suite);
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-
-	rm_tree_at(AT_FDCWD, run_dir);
-	return failed == 0 ? 0 : 1;
+	return mtest_run(suite);
 }

@@ -68,9 +68,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mtest.h"
 #include "volatilefs.h"
 
-#define NOBODY 65534
 #define OTHER 65533 /* a second unprivileged user */
 #define PAGE 4096
 #define TIMEOUT_SECONDS 60
@@ -78,35 +78,10 @@
 
 /* Set in main() before any test is forked; children inherit them. */
 static char base_dir[PATH_MAX]; /* VFS_TEST_DIR, resolved: the mount root */
-static char run_dir[PATH_MAX];
-static char test_dir[PATH_MAX];
 static bool on_vfs;               /* VFS_TEST_DIR is a volatilefs */
 static char daemon_path[PATH_MAX]; /* for the second mounts; empty if unknown */
 static char mount_prefix[64];     /* /tmp/vfs-security.PID. */
 static struct stat base_st;       /* the mount root as main() found it */
-
-static const char *errname(int e)
-{
-	const char *s = e ? strerrorname_np(e) : "success";
-
-	return s ? s : "unknown errno";
-}
-
-#define CHECK(expr)                                                                 \
-	({                                                                          \
-		__typeof__(expr) r_ = (expr);                                       \
-		ck_assert_msg(r_ != -1, "%s failed: %s", #expr, errname(errno));    \
-		r_;                                                                 \
-	})
-
-#define ASSERT_ERRNO(expr, err)                                                     \
-	do {                                                                        \
-		errno = 0;                                                          \
-		long r_ = (long)(expr);                                             \
-		int e_ = errno;                                                     \
-		ck_assert_msg(r_ == -1 && e_ == (err), "%s: expected -1 (%s), got %ld (%s)", \
-			      #expr, errname(err), r_, r_ == -1 ? errname(e_) : "success"); \
-	} while (0)
 
 /* ---------------------------------------------------------------------------------------- */
 /* Another user's operations                                                                */
@@ -510,50 +485,11 @@ static void close_mount_root(void)
 /* ---------------------------------------------------------------------------------------- */
 /* Fixture                                                                                  */
 
-static void rm_tree_at(int parent, const char *name)
-{
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct dirent *e;
-	DIR *d;
-
-	if (fd < 0) {
-		unlinkat(parent, name, 0);
-		return;
-	}
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
-			rm_tree_at(dirfd(d), e->d_name);
-		else
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	closedir(d);
-	unlinkat(parent, name, AT_REMOVEDIR);
-}
-
 static void setup(void)
 {
-	int n = snprintf(test_dir, sizeof(test_dir), "%s/t.XXXXXX", run_dir);
-
-	ck_assert(n > 0 && (size_t)n < sizeof(test_dir));
 	/* A test that failed with the mount root opened up (open_mount_root) left it so. */
 	CHECK(chmod(base_dir, base_st.st_mode & 07777));
-	ck_assert_msg(mkdtemp(test_dir) != NULL, "mkdtemp(%s): %s", test_dir, errname(errno));
-	CHECK(chmod(test_dir, 0755));
-	CHECK(chdir(test_dir));
-	umask(022);
-}
-
-static void teardown(void)
-{
-	if (chdir(run_dir) == 0)
-		rm_tree_at(AT_FDCWD, test_dir);
+	mtest_setup();
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1644,12 +1580,7 @@ END_TEST
 
 static TCase *tcase(Suite *s, const char *name)
 {
-	TCase *tc = tcase_create(name);
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, TIMEOUT_SECONDS);
-	suite_add_tcase(s, tc);
-	return tc;
+	return mtest_tcase(s, name, setup, mtest_teardown, TIMEOUT_SECONDS);
 }
 
 static Suite *security_suite(void)
@@ -1756,8 +1687,7 @@ int main(void)
 	const char *dpid = getenv("VFS_DAEMON_PID");
 	struct statfs sfs;
 	char probe[16];
-	SRunner *sr;
-	int failed, n;
+	int status;
 
 	if (base == NULL || *base == '\0') {
 		fprintf(stderr, "security: VFS_TEST_DIR is not set; set it to the root of a "
@@ -1807,24 +1737,13 @@ int main(void)
 				"tests that start a second mount will fail\n");
 	snprintf(mount_prefix, sizeof(mount_prefix), "/tmp/vfs-security.%d.", (int)getpid());
 
-	n = snprintf(run_dir, sizeof(run_dir), "%s/security.XXXXXX", base_dir);
-	if (n < 0 || (size_t)n >= sizeof(run_dir) - 64 || mkdtemp(run_dir) == NULL ||
-	    chmod(run_dir, 0755) != 0) {
-		fprintf(stderr, "security: cannot make a directory in %s: %s\n", base_dir,
-			strerror(errno));
+	if (!mtest_make_run_dir("security", base_dir))
 		return 1;
-	}
 
-	sr = srunner_create(security_suite());
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-
+	status = mtest_run(security_suite());
 	if (chmod(base_dir, base_st.st_mode & 07777) != 0)
 		fprintf(stderr, "security: cannot restore the mode of %s: %s\n", base_dir,
 			strerror(errno));
 	sweep_mounts();
-	rm_tree_at(AT_FDCWD, run_dir);
-	return failed == 0 ? 0 : 1;
+	return status;
 }
