@@ -92,6 +92,53 @@ static int arena_reserve_free_locked(struct arena *a, size_t n)
 	return 0;
 }
 
+static int cmp_ptr(const void *x, const void *y);
+
+/*
+ * Make pages[0..n) resident, sorted: one MADV_POPULATE_WRITE per
+ * contiguous run (the kernel faults the run in without a trap per page),
+ * or a write to each page where the kernel cannot (before Linux 5.14).
+ */
+static void arena_populate(void **pages, size_t n)
+{
+	size_t i, run;
+
+	for (i = 0; i < n; i += run) {
+		char *start = pages[i];
+
+		for (run = 1; i + run < n &&
+		     (char *)pages[i + run] == start + run * ARENA_PAGE_SIZE; run++)
+			;
+#ifdef MADV_POPULATE_WRITE
+		if (madvise(start, run * ARENA_PAGE_SIZE, MADV_POPULATE_WRITE) == 0)
+			continue;
+#endif
+		for (size_t j = 0; j < run; j++)
+			*(volatile char *)(start + j * ARENA_PAGE_SIZE) = 0;
+	}
+}
+
+size_t arena_alloc_many(struct arena *a, void **pages, size_t n)
+{
+	size_t got = 0;
+
+	pthread_mutex_lock(&a->lock);
+	while (got < n && a->nfree)
+		pages[got++] = a->free_pages[--a->nfree];
+	while (got < n) {
+		if (a->bump == a->bump_end && arena_grow_locked(a) < 0)
+			break;
+		pages[got++] = a->bump;
+		a->bump += ARENA_PAGE_SIZE;
+	}
+	atomic_fetch_add_explicit(&a->in_use, got, memory_order_relaxed);
+	pthread_mutex_unlock(&a->lock);
+	if (got > 1)
+		qsort(pages, got, sizeof(*pages), cmp_ptr);
+	arena_populate(pages, got);
+	return got;
+}
+
 void arena_free(struct arena *a, void *page)
 {
 	arena_free_batch(a, &page, 1);

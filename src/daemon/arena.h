@@ -50,6 +50,12 @@ void arena_destroy(struct arena *a);
 
 /* A page, or NULL when the system is out of memory. */
 void *arena_alloc(struct arena *a);
+/*
+ * Up to n pages into pages[], sorted by address and already resident
+ * (faulted in a run at a time, cheaper than a fault per page).  Returns
+ * how many; fewer than n only when the system is out of memory.
+ */
+size_t arena_alloc_many(struct arena *a, void **pages, size_t n);
 void arena_free(struct arena *a, void *page);
 /* Frees n pages; reorders the array. */
 void arena_free_batch(struct arena *a, void **pages, size_t n);

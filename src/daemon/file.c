@@ -69,33 +69,42 @@ static uint64_t pages_missing(struct inode *n, uint64_t first, uint64_t last)
 
 /*
  * Give every page in [first, last] memory; the caller has charged them.
- * On -ENOMEM the pages already given stay (they read as zeros, which
- * they were).
+ * Pages come from the arena in batches, resident already (the accounting
+ * counts every handed-out page as resident).  On -ENOMEM the pages
+ * already given stay (they read as zeros, which they were).
  */
+#define FILL_BATCH 256
+
 static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t last,
 		      bool used)
 {
 	struct mem *m = &fs->mem;
+	uint64_t idx[FILL_BATCH];
+	void *pages[FILL_BATCH];
+	uint64_t i = first;
 
-	for (uint64_t i = first; i <= last; i++) {
-		uintptr_t e = pagemap_get(&n->pages, i);
-		char *page;
-		int ret;
+	while (i <= last) {
+		size_t want = 0, got, j;
 
-		if (PM_PAGE(e))
-			continue;
-		page = arena_alloc(m->arena);
-		if (!page)
-			return -ENOMEM;
-		/* Touch it: an untouched page is not resident and the
-		 * accounting counts every handed-out page as resident. */
-		*(volatile char *)page = 0;
-		ret = pagemap_set(&n->pages, i, (uintptr_t)page | PM_TAGS(e), NULL);
-		if (ret < 0) {
-			arena_free(m->arena, page);
-			return ret;
+		for (; i <= last && want < FILL_BATCH; i++)
+			if (!PM_PAGE(pagemap_get(&n->pages, i)))
+				idx[want++] = i;
+		if (!want)
+			break;
+		got = arena_alloc_many(m->arena, pages, want);
+		for (j = 0; j < got; j++) {
+			uintptr_t e = pagemap_get(&n->pages, idx[j]);
+			int ret = pagemap_set(&n->pages, idx[j], (uintptr_t)pages[j] | PM_TAGS(e),
+					      NULL);
+
+			if (ret < 0) {
+				arena_free_batch(m->arena, pages + j, got - j);
+				return ret;
+			}
+			units_page_added(&fs->lru, &n->units, idx[j], used);
 		}
-		units_page_added(&fs->lru, &n->units, i, used);
+		if (got < want)
+			return -ENOMEM;
 	}
 	return 0;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+
 #include "arena.h"
 
 START_TEST(arena_alloc_gives_aligned_zeroed_pages)
@@ -97,6 +99,58 @@ START_TEST(arena_free_returns_memory_to_the_kernel)
 }
 END_TEST
 
+/*
+ * A batch: sorted, distinct, zeroed and resident (mincore) at once,
+ * counted; freed pages come back in it, and a batch may span chunks.
+ */
+START_TEST(arena_alloc_many_gives_resident_sorted_pages)
+{
+	struct arena a;
+	size_t per_chunk = ARENA_CHUNK_BYTES / ARENA_PAGE_SIZE;
+	void *v[300], *w[300];
+	unsigned char inc;
+
+	ck_assert_int_eq(arena_init(&a), 0);
+	ck_assert_uint_eq(arena_alloc_many(&a, v, 300), 300);
+	ck_assert_uint_eq(arena_pages(&a), 300);
+	for (size_t i = 0; i < 300; i++) {
+		ck_assert_uint_eq((uintptr_t)v[i] % ARENA_PAGE_SIZE, 0);
+		if (i)
+			ck_assert((char *)v[i - 1] < (char *)v[i]);
+		ck_assert_int_eq(mincore(v[i], ARENA_PAGE_SIZE, &inc), 0);
+		ck_assert_msg(inc & 1, "page %zu not resident", i);
+		ck_assert_int_eq(((char *)v[i])[0], 0);
+		ck_assert_int_eq(((char *)v[i])[ARENA_PAGE_SIZE - 1], 0);
+		memset(v[i], 0x5a, ARENA_PAGE_SIZE);
+	}
+	/* Freed pages are handed out again, zeroed and resident. */
+	memcpy(w, v, sizeof(v));
+	arena_free_batch(&a, w, 100);
+	ck_assert_uint_eq(arena_pages(&a), 200);
+	ck_assert_uint_eq(arena_alloc_many(&a, w, 100), 100);
+	for (size_t i = 0; i < 100; i++) {
+		ck_assert_ptr_eq(w[i], v[i]);
+		ck_assert_int_eq(mincore(w[i], ARENA_PAGE_SIZE, &inc), 0);
+		ck_assert(inc & 1);
+		ck_assert_int_eq(((char *)w[i])[17], 0);
+	}
+	/* Across the end of the first chunk. */
+	for (size_t left = per_chunk - 300; left > 0;) {
+		size_t n = left < 300 ? left - 1 : 300;
+
+		if (n == 0)
+			break;
+		ck_assert_uint_eq(arena_alloc_many(&a, w, n), n);
+		left -= n;
+	}
+	ck_assert_uint_eq(a.nchunks, 1);
+	ck_assert_uint_eq(arena_alloc_many(&a, w, 10), 10);
+	ck_assert_uint_eq(a.nchunks, 2);
+	ck_assert_uint_eq(arena_pages(&a), per_chunk + 9);
+	arena_destroy(&a);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("arena");
@@ -108,6 +162,7 @@ int main(void)
 	tcase_add_test(tc, arena_freed_page_reads_zero_when_reused);
 	tcase_add_test(tc, arena_grows_past_one_chunk);
 	tcase_add_test(tc, arena_free_returns_memory_to_the_kernel);
+	tcase_add_test(tc, arena_alloc_many_gives_resident_sorted_pages);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
