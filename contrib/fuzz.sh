@@ -23,6 +23,7 @@
 #
 # Environment:
 #   FUZZ_SECONDS     seconds of fuzzing per harness (default 30; 0 replays only)
+#   FUZZ_JOBS        harnesses fuzzed at once (default: the number of CPUs)
 #   FUZZ_BUILD       build and scratch directory (default build-fuzz in the source tree)
 #   FUZZ_FRESH=1     forget the scratch corpus: start from the seeds alone
 #   FUZZ_KEEP_GOING=1  do not stop at the first crash (libFuzzer -fork=1 -ignore_crashes=1):
@@ -213,6 +214,42 @@ fuzz_one() {
 	fi
 }
 
+# Fuzz the harnesses "$@", FUZZ_JOBS at a time (default: one per CPU; each libFuzzer
+# run uses one), and gather their summaries in the order given.
+fuzz_all() {
+	local jobs=${FUZZ_JOBS:-$(nproc)} running=0 name
+	local -a lines
+	[[ $jobs =~ ^[1-9][0-9]*$ ]] || die "FUZZ_JOBS must be a positive number"
+	for name in "$@"; do
+		rm -f "$FUZZ_BUILD/$name.summary"
+		(
+			summary=()
+			failed=0
+			fuzz_one "$name"
+			printf '%s\n' "${summary[@]}" >"$FUZZ_BUILD/$name.summary"
+			exit "$failed"
+		) &
+		running=$((running + 1))
+		if ((running >= jobs)); then
+			wait -n || failed=1
+			running=$((running - 1))
+		fi
+	done
+	while ((running > 0)); do
+		wait -n || failed=1
+		running=$((running - 1))
+	done
+	for name in "$@"; do
+		if [[ ! -f $FUZZ_BUILD/$name.summary ]]; then
+			summary+=("$name: no result (log: $FUZZ_BUILD/$name.log)")
+			failed=1
+			continue
+		fi
+		mapfile -t lines <"$FUZZ_BUILD/$name.summary"
+		summary+=("${lines[@]}")
+	done
+}
+
 replay_one() {
 	local name=$1 file log rc
 	[[ -d tests/fuzz/regressions/$name ]] || return 0
@@ -255,9 +292,7 @@ main() {
 		build "$name" || die "$name: the build failed (log: $FUZZ_BUILD/$name.build.log)"
 	done
 	if [[ $FUZZ_SECONDS -gt 0 ]]; then
-		for name in "${harnesses[@]}"; do
-			fuzz_one "$name"
-		done
+		fuzz_all "${harnesses[@]}"
 	fi
 	for name in "${harnesses[@]}"; do
 		replay_one "$name"
