@@ -180,6 +180,21 @@ static bool timespec_before(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
+/* The time ms milliseconds from now on clock clk. */
+static struct timespec time_in(clockid_t clk, long ms)
+{
+	struct timespec t;
+
+	clock_gettime(clk, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
 static void hook_wait(void *ctx, uint64_t seq)
 {
 	struct notifier *nt = ctx;
@@ -190,26 +205,14 @@ static void hook_wait(void *ctx, uint64_t seq)
 	if (nt->done_seq >= seq || nt->stop)
 		goto out_unlock;
 	ms = nt->waiters < NOTIFY_MAX_WAITERS ? NOTIFY_WAIT_MS : NOTIFY_OVERFLOW_MS;
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += ms / 1000;
-	deadline.tv_nsec += (ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	deadline = time_in(CLOCK_MONOTONIC, ms);
 	nt->waiters++;
 	/* In slices: once the session is exiting (SIGTERM), the loop waits
 	 * for every worker, and a WRITE the notifier may need is served by
 	 * none, so stop waiting at once. */
 	while (nt->done_seq < seq && !nt->stop && !fuse_session_exited(nt->se)) {
-		struct timespec slice;
+		struct timespec slice = time_in(CLOCK_MONOTONIC, NOTIFY_SLICE_MS);
 
-		clock_gettime(CLOCK_MONOTONIC, &slice);
-		slice.tv_nsec += NOTIFY_SLICE_MS * 1000000L;
-		if (slice.tv_nsec >= 1000000000L) {
-			slice.tv_sec++;
-			slice.tv_nsec -= 1000000000L;
-		}
 		if (timespec_before(&deadline, &slice))
 			slice = deadline;
 		if (pthread_cond_timedwait(&nt->done, &nt->lock, &slice) == ETIMEDOUT &&
@@ -279,15 +282,8 @@ bool notifier_stop(struct notifier *nt, int timeout_ms)
 	pthread_cond_broadcast(&nt->done);
 	pthread_mutex_unlock(&nt->lock);
 	if (timeout_ms >= 0) {
-		struct timespec ts;
+		struct timespec ts = time_in(CLOCK_REALTIME, timeout_ms);
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		if (pthread_timedjoin_np(nt->thread, NULL, &ts) != 0)
 			return false; /* still in the kernel; call again */
 	} else {

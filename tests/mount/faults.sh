@@ -58,21 +58,7 @@ need getfattr attr
 need fio fio
 need stress-ng stress-ng
 need setsid util-linux
-daemon=$1
-if [[ $daemon != */* ]]; then
-	daemon=$(command -v "$daemon") || fail "daemon $1 not found"
-elif [[ $daemon != /* ]]; then
-	daemon=$PWD/$daemon
-fi
-
-is_mounted()
-{
-	local m=$1
-	m=${m//\\/\\134}
-	m=${m// /\\040}
-	# Through the environment: awk -v would undo the escapes.
-	M=$m awk '$2 == ENVIRON["M"] { found = 1 } END { exit !found }' /proc/mounts
-}
+daemon=$(daemon_path "$1")
 
 hmnt=
 hpid=

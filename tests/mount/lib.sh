@@ -118,3 +118,29 @@ mount_answers()
 	rm -f "$f"
 	ok "daemon $VFS_DAEMON_PID alive and mount answers"
 }
+
+# daemon_path DAEMON: DAEMON as an absolute path (a bare name is looked up in PATH),
+# valid whatever directory the test moves to.
+daemon_path()
+{
+	local d=$1
+	if [[ $d != */* ]]; then
+		d=$(command -v "$d") || fail "daemon $1 not found"
+	elif [[ $d != /* ]]; then
+		d=$PWD/$d
+	fi
+	printf '%s\n' "$d"
+}
+
+# is_mounted DIR: DIR is a mount point now (/proc/mounts escapes space, tab,
+# newline and backslash in octal; matched through the environment, since awk -v
+# would undo the escapes).
+is_mounted()
+{
+	local m=$1
+	m=${m//\\/\\134}
+	m=${m// /\\040}
+	m=${m//$'\t'/\\011}
+	m=${m//$'\n'/\\012}
+	M=$m awk '$2 == ENVIRON["M"] { found = 1 } END { exit !found }' /proc/mounts
+}

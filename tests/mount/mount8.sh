@@ -41,11 +41,7 @@ need mount mount
 [[ $(id -u) -eq 0 ]] || fail "needs root: mount -t fuse.volatilefs"
 [[ -c /dev/fuse ]] || fail "/dev/fuse is missing: FUSE mounts are impossible here"
 
-daemon=$1
-if [[ $daemon != */* ]]; then
-	daemon=$(command -v "$daemon") || fail "daemon $1 not found"
-fi
-daemon=$(realpath "$daemon")
+daemon=$(realpath "$(daemon_path "$1")")
 [[ -x $daemon ]] || fail "daemon $daemon is not executable"
 
 sys_link=/usr/local/sbin/volatilefs
@@ -54,14 +50,6 @@ mnt=
 dpid=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-mount8.XXXXXX")
 tmp=$(realpath "$tmp")
-
-is_mounted()
-{
-	local m=$1
-	m=${m//\\/\\134}
-	m=${m// /\\040}
-	M=$m awk '$2 == ENVIRON["M"] { found = 1 } END { exit !found }' /proc/mounts
-}
 
 # The pid of the DAEMON process serving MNT (its command line names MNT).
 find_daemon()
