@@ -80,22 +80,26 @@ static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t l
 {
 	struct mem *m = &fs->mem;
 	uint64_t idx[FILL_BATCH];
+	uintptr_t tags[FILL_BATCH];
 	void *pages[FILL_BATCH];
 	uint64_t i = first;
 
 	while (i <= last) {
 		size_t want = 0, got, j;
 
-		for (; i <= last && want < FILL_BATCH; i++)
-			if (!PM_PAGE(pagemap_get(&n->pages, i)))
+		for (; i <= last && want < FILL_BATCH; i++) {
+			uintptr_t e = pagemap_get(&n->pages, i);
+
+			if (!PM_PAGE(e)) {
+				tags[want] = PM_TAGS(e);
 				idx[want++] = i;
+			}
+		}
 		if (!want)
 			break;
 		got = arena_alloc_many(m->arena, pages, want);
 		for (j = 0; j < got; j++) {
-			uintptr_t e = pagemap_get(&n->pages, idx[j]);
-			int ret = pagemap_set(&n->pages, idx[j], (uintptr_t)pages[j] | PM_TAGS(e),
-					      NULL);
+			int ret = pagemap_set(&n->pages, idx[j], (uintptr_t)pages[j] | tags[j], NULL);
 
 			if (ret < 0) {
 				arena_free_batch(m->arena, pages + j, got - j);
