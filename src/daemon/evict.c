@@ -95,10 +95,10 @@ static bool skip_open(struct inode *n)
  * no unit holds memory, a purge fails, or every unit left was skipped.
  */
 static uint64_t evict_loop(struct fs *fs, bool (*more)(struct fs *, uint64_t, uint64_t),
-			   uint64_t arg)
+			   uint64_t arg, uint64_t *units)
 {
 	struct unlink_list pending = { 0 };
-	uint64_t freed = 0, skipped = 0;
+	uint64_t freed = 0, skipped = 0, purged = 0;
 
 	pthread_mutex_lock(&fs->evict_lock);
 	pthread_rwlock_rdlock(&fs->ns_lock);
@@ -120,6 +120,8 @@ static uint64_t evict_loop(struct fs *fs, bool (*more)(struct fs *, uint64_t, ui
 					got = -EBUSY;
 			} else {
 				got = evict_unit_locked(fs, n, u);
+				if (got >= 0)
+					purged++;
 				if (got >= 0 && n->auto_unlink)
 					unlink_later(&pending, n);
 			}
@@ -132,6 +134,8 @@ static uint64_t evict_loop(struct fs *fs, bool (*more)(struct fs *, uint64_t, ui
 	pthread_rwlock_unlock(&fs->ns_lock);
 	unlink_pending(fs, &pending);
 	pthread_mutex_unlock(&fs->evict_lock);
+	if (units)
+		*units = purged;
 	return freed;
 }
 
@@ -155,12 +159,21 @@ static bool under_bytes(struct fs *fs, uint64_t freed, uint64_t bytes)
 
 uint64_t evict_to(struct fs *fs, uint64_t target)
 {
-	return evict_loop(fs, over_target, target);
+	return evict_loop(fs, over_target, target, NULL);
 }
 
 uint64_t evict_bytes(struct fs *fs, uint64_t bytes)
 {
-	return evict_loop(fs, under_bytes, bytes) * PG;
+	return evict_loop(fs, under_bytes, bytes, NULL) * PG;
+}
+
+uint64_t evict_for_pressure(struct fs *fs, uint64_t bytes)
+{
+	uint64_t units = 0, freed = evict_loop(fs, under_bytes, bytes, &units) * PG;
+
+	atomic_fetch_add(&fs->pressure_purges_total, units);
+	atomic_fetch_add(&fs->pressure_bytes_total, freed);
+	return freed;
 }
 
 /* Purge every unit of n that holds memory or covers bytes of the file. n locked. */
@@ -220,7 +233,7 @@ uint64_t evict_all(struct fs *fs)
 	pthread_mutex_unlock(&fs->evict_lock);
 	free(files);
 	if (total && !files)
-		freed += evict_loop(fs, always_more, 0);
+		freed += evict_loop(fs, always_more, 0, NULL);
 	return freed * PG;
 }
 

@@ -15,7 +15,9 @@
  *   - the monitor thread, every EVICT_MONITOR_MS, for growth that does not
  *     come through writes (metadata, libfuse buffers): reconciles the RSS
  *     estimate with the kernel and purges down to memory_low when over;
- *   - user.volatile.purge and user.volatile.memory_limit (vxattr.c).
+ *   - user.volatile.purge and user.volatile.memory_limit (vxattr.c);
+ *   - the pressure thread (pressure.h), when the cgroup or the machine
+ *     runs short of memory (evict_for_pressure).
  *
  * Order: lru_pick() (units.h): priority, then aged, then least recently
  * used.  One evictor runs at a time (fs->evict_lock).  It holds
@@ -47,6 +49,11 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u);
 uint64_t evict_to(struct fs *fs, uint64_t target);
 /* Purge whole units in order until at least bytes were freed.  Bytes freed. */
 uint64_t evict_bytes(struct fs *fs, uint64_t bytes);
+/*
+ * As evict_bytes, for memory pressure from outside (pressure.h): counted
+ * in pressure_purges_total and pressure_bytes_total too.
+ */
+uint64_t evict_for_pressure(struct fs *fs, uint64_t bytes);
 /* Purge every unit.  Bytes freed. */
 uint64_t evict_all(struct fs *fs);
 /* Purge every unit of one file (its lock not held).  Bytes freed, or -errno. */

@@ -89,6 +89,10 @@ struct fs {
 	_Atomic uint64_t purged_bytes_total;
 	_Atomic uint64_t files_unlinked_total;
 	_Atomic bool auto_unlink_seen;  /* stats show files_unlinked_total */
+	/* Memory pressure from outside (pressure.h, SPEC section 10). */
+	_Atomic uint64_t pressure_purges_total;
+	_Atomic uint64_t pressure_bytes_total;
+	_Atomic unsigned pressure_sources; /* PSRC_* in use, set by the daemon's glue */
 	/* The monitor thread (evict.c). */
 	pthread_t monitor;
 	bool monitor_running;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "evict.h"
@@ -25,6 +26,7 @@
 #include "notify.h"
 #include "opts.h"
 #include "ops.h"
+#include "pressure.h"
 
 static void usage(const char *prog)
 {
@@ -38,6 +40,10 @@ static void usage(const char *prog)
 	       "                           or makes it non-volatile (default keep)\n"
 	       "    -o auto=off|mark|unlink  new files in the root (and new directories) are\n"
 	       "                           marked volatile; under unlink a purge removes them\n"
+	       "    -o pressure=on|off     purge volatile data when the cgroup or the machine\n"
+	       "                           runs short of memory (default on)\n"
+	       "    -o pressure_headroom=SIZE  how close to a limit counts as short (default:\n"
+	       "                           the larger of 64M and 5%% of the tightest limit)\n"
 	       "    -o mode=OCTAL          permissions of the root (default 1777 as root, else 0755)\n"
 	       "    -o uid=N,gid=N         owner of the root (default: the mounting user)\n"
 	       "SIZE: bytes, decimal or 0x hex, with an optional K, M, G or T suffix (binary).\n\n",
@@ -141,6 +147,32 @@ static void abort_connection(int conn)
 	}
 }
 
+/*
+ * The log: syslog (the journal), where a daemon's notes belong whether it
+ * runs in the foreground or not; with -d, stderr too.
+ */
+static bool log_stderr;
+
+static void log_line(void *ctx, const char *msg)
+{
+	(void)ctx;
+	syslog(LOG_INFO, "%s", msg);
+	if (log_stderr)
+		fprintf(stderr, "volatilefs: %s\n", msg);
+}
+
+static uint64_t pressure_volatile_bytes(void *ctx)
+{
+	struct fs *fs = ctx;
+
+	return atomic_load(&fs->lru.resident) * ARENA_PAGE_SIZE;
+}
+
+static uint64_t pressure_purge(void *ctx, uint64_t bytes)
+{
+	return evict_for_pressure(ctx, bytes);
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args;
@@ -148,6 +180,8 @@ int main(int argc, char *argv[])
 	struct fuse_loop_config *lcfg = NULL;
 	struct fuse_session *se;
 	struct notifier nt;
+	struct pressure pr;
+	bool pressure_open_ = false;
 	struct fs_config cfg;
 	int conn = -1;
 	struct opts o;
@@ -156,6 +190,7 @@ int main(int argc, char *argv[])
 	int ret = 1;
 
 	drop_mount_source(&argc, argv);
+	openlog("volatilefs", LOG_PID, LOG_DAEMON);
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	if (opts_parse(&args, &o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "volatilefs: %s\n", err);
@@ -193,6 +228,7 @@ int main(int argc, char *argv[])
 			"every user could read every file\n", copts.mountpoint);
 		goto out_opts;
 	}
+	log_stderr = copts.debug;
 	if (fuse_opt_add_arg(&args, "-odefault_permissions") != 0) {
 		fprintf(stderr, "volatilefs: out of memory\n");
 		goto out_opts;
@@ -246,6 +282,27 @@ int main(int argc, char *argv[])
 		ret = 1;
 		goto out_notifier;
 	}
+	if (!o.pressure_off) {
+		/* VOLATILEFS_PROC: the test seam of pressure.h (a directory laid out as /proc). */
+		const char *proc = getenv("VOLATILEFS_PROC");
+		struct pressure_cfg pc = { .proc = proc && *proc ? proc : "/proc",
+					   .headroom = o.pressure_headroom, .log = log_line,
+					   .sources_out = &fs.pressure_sources };
+		struct pressure_ops po = { .ctx = &fs, .volatile_bytes = pressure_volatile_bytes,
+					   .purge = pressure_purge };
+
+		ret = pressure_open(&pr, &pc);
+		if (!ret) {
+			pressure_open_ = true;
+			ret = pressure_start(&pr, &po);
+		}
+		if (ret) {
+			fprintf(stderr, "volatilefs: cannot watch memory pressure: %s\n",
+				strerror(-ret));
+			ret = 1;
+			goto out_pressure;
+		}
+	}
 	ret = 1;
 
 	if (copts.singlethread) {
@@ -253,7 +310,7 @@ int main(int argc, char *argv[])
 	} else {
 		lcfg = fuse_loop_cfg_create();
 		if (!lcfg)
-			goto out_unmount;
+			goto out_pressure;
 		fuse_loop_cfg_set_clone_fd(lcfg, copts.clone_fd);
 		/* Reports of a purge wait for the notifier, which may wait for
 		 * reads and write-backs that need a worker thread: leave room
@@ -270,6 +327,8 @@ int main(int argc, char *argv[])
 	 * again so that a notification failing on the closed device below is
 	 * not reported as an error ("fuse: writing device"). */
 	fuse_session_exit(se);
+	if (pressure_open_)
+		pressure_stop(&pr);
 	evict_monitor_stop(&fs);
 	/* From here the notifier drops what is queued instead of writing it. */
 	(void)notifier_stop(&nt, 0);
@@ -289,6 +348,13 @@ int main(int argc, char *argv[])
 		abort_connection(conn);
 		notifier_stop(&nt, -1);
 	}
+out_pressure:
+	if (pressure_open_) {
+		pressure_stop(&pr);
+		pressure_close(&pr);
+		atomic_store(&fs.pressure_sources, 0);
+	}
+	evict_monitor_stop(&fs);
 out_notifier:
 	notifier_stop(&nt, -1);
 	fs.hooks.purged = NULL;
@@ -308,5 +374,6 @@ out_opts:
 	free(copts.mountpoint);
 out_args:
 	fuse_opt_free_args(&args);
+	closelog();
 	return ret;
 }

@@ -47,6 +47,7 @@ int opts_parse_id(const char *s, uint32_t *out)
 
 struct raw_opts {
 	char *memory_limit, *memory_low, *mode, *uid, *gid, *purged_read, *write_policy, *auto_;
+	char *pressure, *pressure_headroom;
 };
 
 /*
@@ -65,6 +66,8 @@ static const struct fuse_opt opt_table[] = {
 	RAW("purged_read=", purged_read),
 	RAW("write_policy=", write_policy),
 	RAW("auto=", auto_),
+	RAW("pressure=", pressure),
+	RAW("pressure_headroom=", pressure_headroom),
 	FUSE_OPT_END
 };
 
@@ -204,6 +207,21 @@ int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
 			goto out;
 		}
 	}
+	if (raw.pressure) {
+		if (strcmp(raw.pressure, "off") == 0) {
+			o->pressure_off = true;
+		} else if (strcmp(raw.pressure, "on") != 0) {
+			snprintf(err, errlen, "pressure=%s: must be on or off", raw.pressure);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	if (raw.pressure_headroom) {
+		ret = size_opt("pressure_headroom", raw.pressure_headroom, &o->pressure_headroom,
+			       err, errlen);
+		if (ret)
+			goto out;
+	}
 	if (o->memory_low && o->memory_limit && o->memory_low > o->memory_limit) {
 		snprintf(err, errlen, "memory_low=%s is above memory_limit=%s", raw.memory_low,
 			 raw.memory_limit);
@@ -218,5 +236,7 @@ out:
 	free(raw.purged_read);
 	free(raw.write_policy);
 	free(raw.auto_);
+	free(raw.pressure);
+	free(raw.pressure_headroom);
 	return ret;
 }

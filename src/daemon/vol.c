@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "pressure.h"
 #include "volatilefs.h"
 
 #define PG ARENA_PAGE_SIZE
@@ -295,6 +296,17 @@ int vol_format_stats(struct fs *fs, struct strbuf *b)
 		atomic_load(&fs->lru.resident) * PG, atomic_load(&fs->purged_bytes_total),
 		atomic_load(&fs->purges_total), units, itable_count(&fs->itable),
 		atomic_load(&fs->mem.enospc_total));
+	if (!ret) {
+		char names[64];
+
+		pressure_format_sources(atomic_load(&fs->pressure_sources), names, sizeof(names));
+		ret = strbuf_printf(b,
+			"pressure_purges_total=%" PRIu64 "\n"
+			"pressure_bytes_total=%" PRIu64 "\n"
+			"pressure_sources=%s\n",
+			atomic_load(&fs->pressure_purges_total),
+			atomic_load(&fs->pressure_bytes_total), names);
+	}
 	/* Cache directories with auto=unlink add their counter (SPEC section 8). */
 	if (!ret && atomic_load(&fs->auto_unlink_seen))
 		ret = strbuf_printf(b, "files_unlinked_total=%" PRIu64 "\n",
