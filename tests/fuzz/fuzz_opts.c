@@ -84,7 +84,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 static const char *const ours[] = { "memory_limit=", "memory_low=", "mode=", "uid=", "gid=",
-				     "purged_read=", "write_policy=", "auto=" };
+				     "purged_read=", "write_policy=", "auto=", "pressure=",
+				     "pressure_headroom=" };
 #define NOURS (sizeof(ours) / sizeof(ours[0]))
 
 static bool is_noise(const char *o)
@@ -222,7 +223,7 @@ static void run_raw(const uint8_t *data, size_t size)
 /* Names of the structured mode: ours, then noise, then options libfuse keeps. */
 static const char *const names[] = {
 	"memory_limit=", "memory_low=", "mode=", "uid=", "gid=", "purged_read=",
-	"write_policy=", "auto=",
+	"write_policy=", "auto=", "pressure=", "pressure_headroom=",
 	"_netdev", "nofail", "defaults", "auto", "user", "x-systemd.", "comment=",
 	"allow_other", "fsname=", "subtype=", "default_permissions", "max_read=",
 };
@@ -335,6 +336,14 @@ static void run_structured(const uint8_t *data, size_t size)
 		if (!exp.auto_mode && strcmp(want[7], "off"))
 			wret = -EINVAL;
 	}
+	if (want[8]) {
+		exp.pressure_off = strcmp(want[8], "off") == 0;
+		if (!exp.pressure_off && strcmp(want[8], "on"))
+			wret = -EINVAL;
+	}
+	if (want[9] && (opts_parse_size(want[9], &exp.pressure_headroom) ||
+			!exp.pressure_headroom))
+		wret = -EINVAL;
 	if (!wret && exp.memory_low && exp.memory_limit && exp.memory_low > exp.memory_limit)
 		wret = -EINVAL;
 
@@ -354,7 +363,8 @@ static void run_structured(const uint8_t *data, size_t size)
 		    o.uid_set != exp.uid_set || (o.uid_set && o.uid != exp.uid) ||
 		    o.gid_set != exp.gid_set || (o.gid_set && o.gid != exp.gid) ||
 		    o.purged_eio != exp.purged_eio || o.write_unmark != exp.write_unmark ||
-		    o.auto_mode != exp.auto_mode)
+		    o.auto_mode != exp.auto_mode || o.pressure_off != exp.pressure_off ||
+		    o.pressure_headroom != exp.pressure_headroom)
 			fail("opts_parse parsed the options into other values than given");
 		n = left_options(&args, buf, sizeof(buf), left, MAX_ARGS * 4);
 		if (nkept == 0)
