@@ -362,11 +362,16 @@ static int cmd_stats(int argc, char **argv)
 		if (!eq)
 			continue;
 		*eq = '\0';
+		/* Words (pressure_sources) are shown as they are. */
+		if (eq[1] < '0' || eq[1] > '9') {
+			printf("%-22s %12s\n", line, eq + 1);
+			continue;
+		}
 		v = strtoull(eq + 1, NULL, 10);
 		if (is_byte_key(line))
-			printf("%-20s %12s  (%" PRIu64 " bytes)\n", line, human(v, hb, sizeof(hb)), v);
+			printf("%-22s %12s  (%" PRIu64 " bytes)\n", line, human(v, hb, sizeof(hb)), v);
 		else
-			printf("%-20s %12" PRIu64 "\n", line, v);
+			printf("%-22s %12" PRIu64 "\n", line, v);
 	}
 	free(stats);
 	return 0;

@@ -524,9 +524,12 @@ expect_fail "removexattr user.volatile.ranges gives No such attribute" "No such 
 # ------------------------------------------------------------------ stats
 
 keys=$(getfattr --absolute-names --only-values -n user.volatile.stats "$root")
-eq "stats: exactly the ten keys" "$(cut -d= -f1 <<< "$keys" | sort | tr '\n' ' ')" \
-	"data_bytes enospc_total files memory_limit memory_low purged_bytes_total purges_total rss volatile_bytes volatile_units "
-eq "stats: every line is key=decimal" "$(grep -cvE '^[a-z_]+=[0-9]+$' <<< "$keys" || true)" 0
+eq "stats: exactly the thirteen keys" "$(cut -d= -f1 <<< "$keys" | sort | tr '\n' ' ')" \
+	"data_bytes enospc_total files memory_limit memory_low pressure_bytes_total pressure_purges_total pressure_sources purged_bytes_total purges_total rss volatile_bytes volatile_units "
+eq "stats: every line but pressure_sources is key=decimal" \
+	"$(grep -v '^pressure_sources=' <<< "$keys" | grep -cvE '^[a-z_]+=[0-9]+$' || true)" 0
+eq "stats: pressure_sources is a list of known sources" \
+	"$(grep -cE '^pressure_sources=(none|(cgroup2|cgroup1|psi|meminfo)(,(cgroup1|psi|meminfo))*)$' <<< "$keys")" 1
 limit=$(st memory_limit)
 eq "stats: memory_limit is the mount option" "$limit" $((mount_mb * MiB))
 # ninety WHAT LOW LIMIT: LOW is 90% of LIMIT, to the byte (rounded either way).

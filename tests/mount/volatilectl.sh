@@ -53,11 +53,15 @@ ok "status shows the purged unit and extents"
 
 out=$("$ctl" stats .)
 for key in memory_limit memory_low rss data_bytes volatile_bytes purged_bytes_total \
-	purges_total volatile_units files enospc_total; do
+	purges_total volatile_units files enospc_total pressure_purges_total \
+	pressure_bytes_total pressure_sources; do
 	grep -q "^$key " <<< "$out" || fail "stats: no $key in: $out"
 done
 grep -q '^memory_limit *256.0 MiB' <<< "$out" || fail "stats: memory_limit not human: $out"
 grep -q '^purges_total *2$' <<< "$out" || fail "stats: purges_total not 2: $out"
+grep -Eq '^pressure_sources +[a-z0-9,]+$' <<< "$out" &&
+	! grep -Eq '^pressure_sources +0$' <<< "$out" ||
+	fail "stats: pressure_sources not shown as words: $out"
 ok "stats lists every counter with human sizes"
 
 head -c 1M /dev/urandom > a
