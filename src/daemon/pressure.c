@@ -232,6 +232,8 @@ int pressure_parse_mountinfo(const char *text, int version, char *mnt, size_t ml
 
 /* ---- sources ---- */
 
+#define MOUNTINFO_MAX (4u << 20)
+
 static void plog(struct pressure *p, const char *fmt, ...)
 {
 	char msg[768];
@@ -289,6 +291,15 @@ static ssize_t slurp(const char *path, char *buf, size_t len)
 		if (n == 0)
 			break;
 		got += (size_t)n;
+	}
+	if (got + 1 == len) {
+		char c;
+
+		/* More than fits: say so rather than use a cut-off text. */
+		if (read(fd, &c, 1) == 1) {
+			close(fd);
+			return -EFBIG;
+		}
 	}
 	close(fd);
 	buf[got] = '\0';
@@ -353,16 +364,19 @@ static int v1_register(struct pressure_level *l, int efd, int fd, const char *ar
 	char line[96];
 	int n = snprintf(line, sizeof(line), "%d %d %s", efd, fd, arg);
 
+	ssize_t w;
+
 	if (l->ctl_fd < 0 || n < 0 || (size_t)n >= sizeof(line))
 		return -EINVAL;
-	return write(l->ctl_fd, line, (size_t)n) == n ? 0 : -errno;
+	w = write(l->ctl_fd, line, (size_t)n);
+	return w == n ? 0 : w < 0 ? -errno : -EIO;
 }
 
 /* v1: the usage threshold at limit - headroom, registered anew when it moved. */
 static void v1_threshold(struct pressure *p, struct pressure_level *l, uint64_t thr)
 {
 	char arg[32];
-	int efd;
+	int efd, ret;
 
 	if (thr == l->thr_at)
 		return;
@@ -374,9 +388,10 @@ static void v1_threshold(struct pressure *p, struct pressure_level *l, uint64_t 
 	if (efd < 0)
 		return;
 	snprintf(arg, sizeof(arg), "%" PRIu64, thr);
-	if (v1_register(l, efd, l->usage_fd, arg) < 0) {
+	ret = v1_register(l, efd, l->usage_fd, arg);
+	if (ret < 0) {
 		plog(p, "pressure: cannot register a usage threshold in cgroup %s: %s",
-		     p->cg_dir, strerror(errno));
+		     p->cg_dir, strerror(-ret));
 		close(efd);
 		close_fd(&l->ctl_fd); /* say it once; the timer still reads usage */
 		return;
@@ -423,7 +438,7 @@ static bool open_cgroup_version(struct pressure *p, int version)
 {
 	static const char *const names[] = { [1] = "cgroup1", [2] = "cgroup2" };
 	unsigned bit = version == 2 ? PSRC_CGROUP2 : PSRC_CGROUP1;
-	char path[512], mnt[256], root[512], info[16384], file[512];
+	char path[512], mnt[256], root[512], file[512], *info;
 	const char *rel;
 	size_t mlen;
 	ssize_t n;
@@ -434,13 +449,18 @@ static bool open_cgroup_version(struct pressure *p, int version)
 		return false;
 	}
 	snprintf(file, sizeof(file), "%s/self/mountinfo", p->cfg.proc);
-	n = slurp(file, info, sizeof(info));
+	/* A machine with thousands of mounts has a mountinfo of some 100 KiB. */
+	info = malloc(MOUNTINFO_MAX);
+	n = info ? slurp(file, info, MOUNTINFO_MAX) : -ENOMEM;
 	if (n < 0 || pressure_parse_mountinfo(info, version, mnt, sizeof(mnt), root,
 					      sizeof(root))) {
-		skipped(p, bit, names[version], "no %s hierarchy is mounted (%s)",
-			version == 2 ? "cgroup2" : "v1 memory", n < 0 ? strerror((int)-n) : file);
+		skipped(p, bit, names[version], "no %s hierarchy is mounted (%s: %s)",
+			version == 2 ? "cgroup2" : "v1 memory", file,
+			n < 0 ? strerror((int)-n) : "not listed");
+		free(info);
 		return false;
 	}
+	free(info);
 	/* The mount shows the hierarchy from root: our path is below it. */
 	rel = path;
 	if (strcmp(root, "/") != 0) {
@@ -457,6 +477,7 @@ static bool open_cgroup_version(struct pressure *p, int version)
 		rel = "";
 	if ((size_t)snprintf(p->cg_dir, sizeof(p->cg_dir), "%s%s", mnt, rel) >=
 	    sizeof(p->cg_dir)) {
+		p->cg_dir[0] = '\0';
 		skipped(p, bit, names[version], "cgroup path too long");
 		return false;
 	}
@@ -480,6 +501,7 @@ static bool open_cgroup_version(struct pressure *p, int version)
 	}
 	if (!p->nlevels) {
 		skipped(p, bit, names[version], "no memory controller in %s", p->cg_dir);
+		p->cg_dir[0] = '\0';
 		return false;
 	}
 	p->cg_version = version;
@@ -612,8 +634,12 @@ static void rescan(struct pressure *p)
 
 	p->last_rescan_ms = now_ms();
 	snprintf(file, sizeof(file), "%s/self/cgroup", p->cfg.proc);
-	if (slurp(file, text, sizeof(text)) < 0 || strcmp(text, p->cgroup_text) == 0)
+	if (slurp(file, text, sizeof(text)) < 0 || strcmp(text, p->cgroup_text) == 0) {
+		/* Same cgroup; a PSI trigger that failed is set again. */
+		if (p->psi_fd < 0 && !(p->named & PSRC_PSI))
+			open_psi(p);
 		return;
+	}
 	close_cgroups(p);
 	close_psi(p);
 	open_cgroups(p);

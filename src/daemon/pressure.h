@@ -103,7 +103,7 @@ struct pressure {
 	struct pressure_cfg cfg;
 	_Atomic unsigned sources;   /* PSRC_* in use */
 	unsigned named;             /* PSRC_* already named in the log as skipped */
-	char cgroup_text[1024];     /* PROC/self/cgroup when the cgroups were opened */
+	char cgroup_text[8192];     /* PROC/self/cgroup when the cgroups were opened */
 	int cg_version;             /* 2, 1 or 0 (no cgroup source) */
 	char cg_dir[512];           /* the daemon's own cgroup directory */
 	struct pressure_level levels[PRESSURE_LEVELS_MAX];
