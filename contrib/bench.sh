@@ -10,6 +10,9 @@
 # interleaved: for each repetition, for each workload, for each filesystem. Workloads that
 # only volatilefs can run (marking, purging, the memory limit, unit scaling) run on it alone;
 # some need a mount of their own (a smaller memory_limit, a tree of a million files).
+# The memory-pressure section runs a plain program allocating at full speed in a v1 memory
+# cgroup next to 1 GiB of MADV_FREE memory, then next to a volatilefs daemon holding 1 GiB of
+# volatile data, and times the daemon's reaction (SPEC section 10).
 #
 # It prints the medians over the repetitions and the ratios volatilefs/tmpfs and
 # volatilefs/fuse-overlayfs as a markdown table, and saves it, with the machine, the kernel,
@@ -21,15 +24,17 @@
 # takes about 10-15 minutes on 2 cores. The figures are only as quiet as the machine: run it
 # when nothing else runs, and compare ratios rather than absolute figures.
 #
-# GROUPs (for --only): fio small glyph mark purge limit scale tree flood.
+# GROUPs (for --only): fio small glyph mark purge limit scale tree flood pressure.
 #
 # Every mount is made under a fresh /tmp/vfsbench.XXXXXX and unmounted by an EXIT trap, also on
-# failure or Ctrl-C; the trap then checks /proc/mounts and says if anything is left.
+# failure or Ctrl-C; the trap then checks /proc/mounts and says if anything is left. The memory
+# cgroups of the pressure section (/sys/fs/cgroup/memory/vfsbench-PID-*) are removed by the
+# same trap, after killing whatever is left in them.
 set -euo pipefail
 
 readonly PKGS=(fio fuse-overlayfs gnuplot-nox jq meson ninja-build pkg-config gcc libfuse3-dev
 	libbsd-dev check fuse3 attr)
-readonly ALL_GROUPS="fio small glyph mark purge limit scale tree flood"
+readonly ALL_GROUPS="fio small glyph mark purge limit scale tree flood pressure"
 
 prog=${0##*/}
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -63,7 +68,7 @@ build() {
 	HB=$BUILD/bench
 	mkdir -p "$HB"
 	local p libs
-	for p in smallfiles glyphbench markbench purgebench rsswatch; do
+	for p in smallfiles glyphbench markbench purgebench rsswatch pressurebench; do
 		libs=()
 		case $p in
 		glyphbench | markbench | purgebench)
@@ -105,10 +110,16 @@ mount_tmpfs() { # MOUNTPOINT SIZE
 }
 
 LAST_PID=
-mount_vfs() { # MOUNTPOINT OPTIONS
+mount_vfs() { # MOUNTPOINT OPTIONS [CGROUP: the daemon runs in that v1 memory cgroup]
 	mkdir -p "$1"
-	echo "== volatilefs -o $2 $1" >>"$WORK/daemons.log"
-	"$VFS" -f -o "$2" "$1" >>"$WORK/daemons.log" 2>&1 &
+	echo "== volatilefs -o $2 $1${3:+ (in $3)}" >>"$WORK/daemons.log"
+	if [[ -n ${3:-} ]]; then
+		# shellcheck disable=SC2016 # for the inner sh, which becomes the daemon
+		sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$3" \
+			"$VFS" -f -o "$2" "$1" >>"$WORK/daemons.log" 2>&1 &
+	else
+		"$VFS" -f -o "$2" "$1" >>"$WORK/daemons.log" 2>&1 &
+	fi
 	LAST_PID=$!
 	PID_OF[$1]=$LAST_PID
 	MOUNTS+=("$1")
@@ -155,6 +166,34 @@ unmount_one() {
 	MOUNTS=("${rest[@]}")
 }
 
+# Memory cgroups (v1) of the pressure section: every one is recorded in CGROUPS and removed
+# by cleanup.
+readonly CGROOT=/sys/fs/cgroup/memory
+CGROUPS=()
+LAST_CG=
+cg_make() { # NAME LIMIT: a fresh memory cgroup, its path in LAST_CG
+	LAST_CG=$CGROOT/vfsbench-$$-$1
+	mkdir "$LAST_CG"
+	CGROUPS+=("$LAST_CG")
+	echo "$2" >"$LAST_CG/memory.limit_in_bytes"
+}
+
+# Kill whatever is left in cgroup $1 and remove it.
+cg_remove() {
+	local cg=$1 i p
+	if [[ -d $cg ]]; then
+		for ((i = 0; i < 50; i++)); do
+			[[ -s $cg/cgroup.procs ]] || break
+			for p in $(<"$cg/cgroup.procs"); do kill -KILL "$p" 2>/dev/null || true; done
+			sleep 0.1
+		done
+		rmdir -- "$cg" 2>/dev/null || say "could not remove the cgroup $cg"
+	fi
+	local -a rest=()
+	for i in "${CGROUPS[@]}"; do [[ $i == "$cg" ]] || rest+=("$i"); done
+	CGROUPS=("${rest[@]}")
+}
+
 cleanup() {
 	local rc=$? i left
 	trap - EXIT INT TERM
@@ -164,6 +203,9 @@ cleanup() {
 	fi
 	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
 		unmount_one "${MOUNTS[i]}"
+	done
+	for ((i = ${#CGROUPS[@]} - 1; i >= 0; i--)); do
+		cg_remove "${CGROUPS[i]}"
 	done
 	if [[ $rc -ne 0 && -n $WORK ]]; then
 		for i in daemons helpers; do
@@ -394,6 +436,89 @@ phase_flood() {
 	plot_flood "$tsv" "$limit" "$low"
 }
 
+# SPEC section 10 on a v1 memory cgroup limited to PRESS_LIMIT_MIB: the time of a plain program
+# allocating PRESS_HOG MiB at full speed (bench/pressurebench.c, the allocation of
+# tests/mount/memhog.c) alone in the cgroup, next to 1 GiB of MADV_FREE memory, and next to a
+# volatilefs daemon (memory_limit=4G, far above: only the cgroup can make it purge) holding
+# 1 GiB of volatile data in 16 files of 64 MiB plus a 64 MiB ordinary file, all written from
+# outside the cgroup; with the daemon, how fast it gets the cgroup back out of its headroom.
+# A fresh cgroup for each run, a fresh daemon each repetition.
+phase_pressure() {
+	local rep mp=$WORK/vpress madv vfs
+	if [[ ! -w $CGROOT/cgroup.procs || ! -e $CGROOT/memory.limit_in_bytes ]]; then
+		say "pressure: skipped: no v1 memory controller at $CGROOT"
+		return 0
+	fi
+	head -c 64M /dev/urandom >"$WORK/ordinary"
+	: >"$WORK/pressure.txt"
+	for ((rep = 1; rep <= PRESS_REPS; rep++)); do
+		REP=$rep
+		say "pressure: repetition $rep of $PRESS_REPS"
+		cg_make "alone-$rep" $((PRESS_LIMIT_MIB << 20))
+		press_helper madvfree "$LAST_CG" 0 "$PRESS_HOG"
+		press_hog alone
+		cg_remove "$LAST_CG"
+
+		cg_make "madvfree-$rep" $((PRESS_LIMIT_MIB << 20))
+		press_helper madvfree "$LAST_CG" 1024 "$PRESS_HOG"
+		press_hog madv
+		madv=$HOG_MS
+		rec press_madv_reclaimed vfs "$(val reclaimed_mib)"
+		cg_remove "$LAST_CG"
+
+		cg_make "vfs-$rep" $((PRESS_LIMIT_MIB << 20))
+		mount_vfs "$mp" memory_limit=4G "$LAST_CG"
+		cp "$WORK/ordinary" "$mp/ordinary"
+		mkdir "$mp/vol"
+		helper "$HB/purgebench" fill "$mp/vol" 1G 16 64M
+		press_helper react "$LAST_CG" "$mp" 0 "$PRESS_HOG"
+		press_hog vfs
+		vfs=$HOG_MS
+		[[ -n $madv && -n $vfs ]] &&
+			rec press_ratio vfs "$(awk -v a="$vfs" -v b="$madv" 'BEGIN { printf "%.3f", a / b }')"
+		[[ $(val entries) -eq 0 ]] || rec press_up_ms vfs "$(val up_ms)"
+		[[ $(val first_purge_ms) == -1.000 ]] || rec press_purge_ms vfs "$(val first_purge_ms)"
+		[[ $(val out_ms) == -1.000 ]] || rec press_out_ms vfs "$(val out_ms)"
+		[[ $(val out_max_ms) == -1.000 ]] || rec press_out_max_ms vfs "$(val out_max_ms)"
+		rec press_entries vfs "$(val entries)"
+		rec press_purged_mib vfs "$(val pressure_mib)"
+		rec press_poll_max_ms vfs "$(val poll_max_ms)"
+		say "pressure: memhog $PRESS_HOG MiB: $(awk -v r="$REP" '$3 == r && $1 ~ /^press_(alone|madv|vfs)_ms$/ { printf "%s %s ms  ", $1, $4 }' "$RAW")" \
+			"ratio $(awk -v r="$REP" '$3 == r && $1 == "press_ratio" { print $4 }' "$RAW");" \
+			"into the headroom -> first purge $(val first_purge_ms) ms, -> back out $(val out_ms) ms" \
+			"(longest $(val out_max_ms) ms, $(val entries) times), OOM kills $(val oom_kills)"
+		kill -0 "$LAST_PID" 2>/dev/null || say "pressure: the daemon died (see $WORK/daemons.log)"
+		cmp -s "$WORK/ordinary" "$mp/ordinary" || say "pressure: the 64 MiB ordinary file changed"
+		unmount_one "$mp"
+		cg_remove "$LAST_CG"
+	done
+	cp "$WORK/pressure.txt" "$OUT/pressure-raw.txt"
+}
+
+# pressurebench ARGS..., its output kept in $WORK/pressure.txt too.
+press_helper() {
+	helper "$HB/pressurebench" "$@"
+	{
+		echo "== repetition $REP: pressurebench $*"
+		cat "$WORK/out"
+	} >>"$WORK/pressure.txt"
+}
+
+# Record the hog's figures of the last helper output as press_KEY_*; HOG_MS: its time when it
+# completed, empty when it did not (killed, or malloc failed).
+HOG_MS=
+press_hog() { # KEY
+	rec "press_$1_oom" vfs "$(val oom_kills)"
+	HOG_MS=
+	if [[ $(val hog_ok) == 1 ]]; then
+		HOG_MS=$(val hog_ms)
+		rec "press_$1_ms" vfs "$HOG_MS"
+	else
+		rec "press_$1_failed" vfs 1
+		say "pressure: memhog did not complete ($1)"
+	fi
+}
+
 plot_flood() { # TSV LIMIT_MIB LOW_MIB
 	local term='pngcairo size 1100,600 font "DejaVu Sans,11"'
 	gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1 || term='png size 1100,600'
@@ -466,6 +591,20 @@ flood_rate|RSS flood: write $FLOOD_SIZE volatile under memory_limit=256M|MiB/s|u
 flood_peak|RSS flood: peak daemon VmRSS|MiB|down
 flood_over_ms|RSS flood: time VmRSS was over the limit (10 ms samples)|ms|down
 flood_errors|RSS flood: failed writes|count|down
+press_alone_ms|pressure: memhog $PRESS_HOG MiB alone in a $PRESS_LIMIT_MIB MiB memory cgroup|ms|down
+press_madv_ms|pressure: memhog $PRESS_HOG MiB there next to 1 GiB of MADV_FREE memory|ms|down
+press_vfs_ms|pressure: memhog $PRESS_HOG MiB there next to volatilefs with 1 GiB volatile|ms|down
+press_ratio|pressure: memhog next to volatilefs / next to MADV_FREE (aim <= 1.5)|x|down
+press_madv_oom|pressure: OOM kills next to MADV_FREE|count|down
+press_vfs_oom|pressure: OOM kills next to volatilefs|count|down
+press_madv_reclaimed|pressure: MADV_FREE memory the kernel took back|MiB|down
+press_purged_mib|pressure: volatile data purged for memhog (pressure_bytes_total)|MiB|down
+press_up_ms|pressure: memhog start -> cgroup into the daemon's headroom|ms|down
+press_purge_ms|pressure: into the headroom -> first purge seen in user.volatile.stats|ms|down
+press_out_ms|pressure: into the headroom -> back out of it (first time)|ms|down
+press_out_max_ms|pressure: longest stay in the headroom|ms|down
+press_entries|pressure: times into the headroom during the run|count|down
+press_poll_max_ms|pressure: longest user.volatile.stats read while polling|ms|down
 EOF
 }
 
@@ -577,12 +716,13 @@ main() {
 	if ((quick)); then
 		REPS=${reps:-3} FIO_SIZE=256M RAND_SECS=1 SF_N=2000 GLYPH_FRAMES=300 PAIR_SECS=0.3
 		PURGE_SIZE=256M SCALE_SIZES=(1000 10000 100000) SCALE_SAMPLE=1000
-		TREE_N=100000 TREE_STATS=10000 FLOOD_SIZE=512M
+		TREE_N=100000 TREE_STATS=10000 FLOOD_SIZE=512M PRESS_REPS=${reps:-1}
 	else
 		REPS=${reps:-5} FIO_SIZE=1G RAND_SECS=5 SF_N=10000 GLYPH_FRAMES=2000 PAIR_SECS=2
 		PURGE_SIZE=1G SCALE_SIZES=(1000 100000 1000000) SCALE_SAMPLE=10000
-		TREE_N=1000000 TREE_STATS=50000 FLOOD_SIZE=1G
+		TREE_N=1000000 TREE_STATS=50000 FLOOD_SIZE=1G PRESS_REPS=${reps:-3}
 	fi
+	PRESS_LIMIT_MIB=1536 PRESS_HOG=900
 
 	install_missing "${PKGS[@]}"
 	WORK=$(mktemp -d /tmp/vfsbench.XXXXXX)
@@ -627,6 +767,10 @@ main() {
 	if [[ " $only " == *" flood "* ]]; then
 		say "RSS flood: $FLOOD_SIZE under memory_limit=256M"
 		phase_flood
+	fi
+	if [[ " $only " == *" pressure "* ]]; then
+		say "memory pressure: memhog $PRESS_HOG MiB in a $PRESS_LIMIT_MIB MiB memory cgroup"
+		phase_pressure
 	fi
 	report "$cmd" "$quick" "$(($(date +%s) - start))"
 }
@@ -713,6 +857,22 @@ report() { # COMMAND QUICK SECONDS
 - **RSS flood**: a mount with \`memory_limit=256M\`; $FLOOD_SIZE written as 16 MiB files, each
   marked volatile whole (one unit, length 0) before it is written; the daemon's VmRSS sampled
   every 10 ms (bench/rsswatch.c).
+- **pressure** (bench/pressurebench.c, SPEC section 10): each repetition, fresh v1 memory
+  cgroups limited to $PRESS_LIMIT_MIB MiB, and in each a plain program (memhog's allocation:
+  malloc 1 MiB and write every page, $PRESS_HOG MiB at full speed) timed: alone; next to a
+  process holding 1 GiB it wrote and then \`madvise(MADV_FREE)\`d (the baseline: the kernel
+  takes that back itself); next to a volatilefs daemon (\`memory_limit=4G\`, so only the cgroup
+  makes it purge) holding a 64 MiB ordinary file and 1 GiB of volatile data in 16 files of
+  64 MiB, each one unit, written from outside the cgroup. The daemon's headroom is its
+  default, the larger of 64 MiB and 5% of the limit. pressurebench registers usage thresholds
+  of its own at the daemon's (limit - headroom) and 16 MiB under it, on
+  \`memory.usage_in_bytes\` through \`cgroup.event_control\`, timestamped by a SCHED_FIFO
+  thread: "into the headroom" is the first crossing of the first upwards, "back out" the
+  next crossing of the second downwards (usage wobbles by about a MiB next to a threshold
+  with nothing freed, so the first one alone would cross back and forth). "First purge seen"
+  is when a thread reading \`user.volatile.stats\` back to back sees
+  \`pressure_purges_total\` change; the daemon adds to it when a purge step ends. Raw output:
+  [pressure-raw.txt](pressure-raw.txt).
 EOF
 		if [[ -f $OUT/rss-flood.png && " $ONLY " == *" flood "* ]]; then
 			echo
