@@ -48,6 +48,7 @@ static int set_purge(struct fs *fs, struct inode *n, const char *value, size_t s
 		     uid_t caller)
 {
 	uint64_t bytes;
+	int64_t got;
 	bool all;
 	int ret = vgrammar_parse_purge(value, size, &all, &bytes);
 
@@ -64,8 +65,9 @@ static int set_purge(struct fs *fs, struct inode *n, const char *value, size_t s
 	}
 	if (!S_ISREG(n->mode) || !all)
 		return -EINVAL;
-	ret = (int)evict_file(fs, n);
-	return ret < 0 ? ret : 0;
+	/* Bytes freed, 64-bit: more than 2 GiB is no error (SPEC section 9). */
+	got = evict_file(fs, n);
+	return got < 0 ? (int)got : 0;
 }
 
 static int set_limit(struct fs *fs, const char *value, size_t size, uid_t caller)
