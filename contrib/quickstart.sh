@@ -83,11 +83,14 @@ parse_args() {
 	mountpoint=$(realpath -m -- "$mountpoint")
 }
 
-# Print what to try on the mount at $1.
+# Print what to try on the mount at $1, with volatilectl at $2 (the one built in
+# $BUILD_DIR by default). tests/mount/quickstart.sh runs every command printed, as
+# printed, on a mount of its own: keep each on one line, indented by two spaces.
 print_howto() {
-	local mp q
+	local mp q ctl
 	mp=$1
 	q=$(printf '%q' "$mp")
+	ctl=$(printf '%q' "${2:-$(pwd)/$BUILD_DIR/src/cli/volatilectl}")
 	cat <<EOF
 
 volatilefs is mounted at $mp. Try:
@@ -96,16 +99,23 @@ volatilefs is mounted at $mp. Try:
   head -c 64M /dev/urandom > $q/big && du -h $q/big
   df -h $q    # size: the memory limit
   setfattr -n user.comment -v "kept in memory" $q/hello.txt
-  getfattr -d $q/hello.txt
+  getfattr --absolute-names -d $q/hello.txt
   stat -f $q
   rm $q/big && sleep 1 && df -h $q    # the memory is given back
+
+Volatile ranges: data the daemon may discard when memory runs short.
+
+  head -c 1M /dev/urandom > $q/cache.bin
+  setfattr -n user.volatile.mark -v all $q/cache.bin    # may be purged from now on
+  getfattr --absolute-names --only-values -n user.volatile.ranges $q/cache.bin
+  setfattr -n user.volatile.purge -v all $q/cache.bin   # purge it now, as memory pressure would
+  getfattr --absolute-names --only-values -n user.volatile.purged $q/cache.bin   # lost: 0:1048576
+  $ctl stats $q
 
 Everything on it lives in the daemon's memory and is gone after unmounting.
 Unmount with:
 
   fusermount3 -u $q
-
-(The volatile-range features - marking file ranges purgeable - are not implemented yet.)
 EOF
 }
 
