@@ -42,6 +42,14 @@ static void die_usage(const char *msg, const char *arg)
 	exit(EXIT_USAGE);
 }
 
+/* A usage error about one FILE's arguments: the file, the reason, the argument. */
+static void die_usage_file(const char *file, const char *msg, const char *arg)
+{
+	fprintf(stderr, "%s: %s: %s%s%s\n", prog, file, msg, arg ? ": " : "", arg ? arg : "");
+	fprintf(stderr, "Try '%s --help'.\n", prog);
+	exit(EXIT_USAGE);
+}
+
 static int fail(const char *file, const char *what, int err)
 {
 	fprintf(stderr, "%s: %s: %s: %s\n", prog, file, what, strerror(err));
@@ -118,12 +126,12 @@ static int parse_range(const char *arg, struct vrange *r)
 	return 0;
 }
 
-static struct vrange *parse_ranges(int argc, char **argv)
+static struct vrange *parse_ranges(const char *file, int argc, char **argv)
 {
 	struct vrange *r;
 
 	if (argc < 1)
-		die_usage("no RANGE given", NULL);
+		die_usage_file(file, "no RANGE given", NULL);
 	r = calloc((size_t)argc, sizeof(*r));
 	if (!r) {
 		fprintf(stderr, "%s: out of memory\n", prog);
@@ -131,8 +139,8 @@ static struct vrange *parse_ranges(int argc, char **argv)
 	}
 	for (int i = 0; i < argc; i++)
 		if (parse_range(argv[i], &r[i]))
-			die_usage("bad RANGE (OFFSET:LENGTH with OFFSET a multiple of 4096, or all)",
-				  argv[i]);
+			die_usage_file(file, "bad RANGE (OFFSET:LENGTH with OFFSET a multiple "
+				       "of 4096, or all)", argv[i]);
 	return r;
 }
 
@@ -167,7 +175,7 @@ static int cmd_mark(int argc, char **argv)
 	if (optind >= argc)
 		die_usage("mark: no FILE given", NULL);
 	file = argv[optind];
-	r = parse_ranges(argc - optind - 1, argv + optind + 1);
+	r = parse_ranges(file, argc - optind - 1, argv + optind + 1);
 	fd = open(file, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		free(r);
@@ -191,7 +199,7 @@ static int cmd_unmark(int argc, char **argv)
 	if (argc < 2)
 		die_usage("unmark: no FILE given", NULL);
 	file = argv[1];
-	r = parse_ranges(argc - 2, argv + 2);
+	r = parse_ranges(file, argc - 2, argv + 2);
 	fd = open(file, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		free(r);
@@ -387,7 +395,7 @@ static int cmd_purge(int argc, char **argv)
 	mnt = argv[1];
 	what = argv[2];
 	if (strcmp(what, "all") != 0 && opts_parse_size(what, &size) != 0)
-		die_usage("not all or a SIZE", what);
+		die_usage_file(mnt, "purge: not all or a SIZE", what);
 	if (setxattr(mnt, "user.volatile.purge", what, strlen(what), 0) != 0)
 		return fail(mnt, "purge", errno == EINVAL ? EINVAL : errno);
 	return 0;

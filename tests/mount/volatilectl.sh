@@ -83,7 +83,15 @@ ok "--help, and per command"
 status=0
 err=$("$ctl" mark g 1:4K 2>&1) || status=$?
 eq "unaligned range is a usage error" "$status" 2
-[[ $err == *"1:4K"* ]] || fail "usage error does not name the range: $err"
+[[ $err == *"g: bad RANGE"*"1:4K"* ]] || fail "usage error does not name the file and the range: $err"
+status=0
+err=$("$ctl" unmark g 2>&1) || status=$?
+eq "unmark without a range is a usage error" "$status" 2
+[[ $err == *"g: no RANGE given"* ]] || fail "no-range error does not name the file: $err"
+status=0
+err=$("$ctl" purge . lots 2>&1) || status=$?
+eq "purge of a non-size is a usage error" "$status" 2
+[[ $err == *".: purge: not all or a SIZE: lots"* ]] || fail "purge error does not name the mount: $err"
 status=0
 err=$("$ctl" mark missing 0:4K 2>&1) || status=$?
 eq "missing file exits 1" "$status" 1
