@@ -57,7 +57,7 @@ EOF
 build() {
 	say "building volatilefs (release) in $BUILD"
 	if [[ ! -f $BUILD/meson-private/coredata.dat ]]; then
-		meson setup "$BUILD" -Dbuildtype=release -Dtests=false >"$WORK/build.log" 2>&1 ||
+		meson setup "$BUILD" -Dbuildtype=release -Dtests=disabled >"$WORK/build.log" 2>&1 ||
 			{ cat "$WORK/build.log" >&2; die "meson setup failed"; }
 	fi
 	meson compile -C "$BUILD" >>"$WORK/build.log" 2>&1 ||

@@ -161,9 +161,9 @@ main() {
 
 	say "building in $BUILD_DIR"
 	if [[ -f $BUILD_DIR/meson-private/coredata.dat ]]; then
-		meson setup --reconfigure "$BUILD_DIR" --buildtype=release -Dtests=false
+		meson setup --reconfigure "$BUILD_DIR" --buildtype=release -Dtests=disabled
 	else
-		meson setup "$BUILD_DIR" --buildtype=release -Dtests=false
+		meson setup "$BUILD_DIR" --buildtype=release -Dtests=disabled
 	fi
 	meson compile -C "$BUILD_DIR"
 	daemon=$root/$BUILD_DIR/src/daemon/volatilefs

@@ -139,7 +139,7 @@ main() {
 	# Nothing below may wait for input.
 	exec </dev/null
 
-	run_build normal "$NORMAL_DIR" "$@" -- -Dtests=true -Db_sanitize=none
+	run_build normal "$NORMAL_DIR" "$@" -- -Dtests=enabled -Db_sanitize=none
 
 	if [[ ${VFS_TEST_SKIP_ASAN:-0} == 1 ]]; then
 		summary+=("asan+ubsan: skipped (VFS_TEST_SKIP_ASAN=1)")
@@ -151,7 +151,7 @@ main() {
 		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 		export VFS_FIO_SIZE=256M
 		run_build asan+ubsan "$ASAN_DIR" --timeout-multiplier 3 "$@" -- \
-			-Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
+			-Dtests=enabled -Db_sanitize=address,undefined -Db_lundef=false
 	fi
 
 	# ThreadSanitizer: the unit suites that use threads and the tests that
@@ -164,7 +164,7 @@ main() {
 		export TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1
 		run_build tsan "$TSAN_DIR" --timeout-multiplier 3 \
 			unit-fs unit-vol mount-concurrency mount-libvol -- \
-			-Dtests=true -Db_sanitize=thread -Db_lundef=false
+			-Dtests=enabled -Db_sanitize=thread -Db_lundef=false
 	fi
 
 	# libFuzzer: the value parsers, the option parser and the volatile-range
