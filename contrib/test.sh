@@ -5,9 +5,12 @@
 #
 # On a fresh Debian 12 machine (as root, or a user with sudo) this installs the Debian packages
 # the build and the tests need, then:
-#   1. builds in build-test (the default build type) and runs `meson test --print-errorlogs`;
+#   1. builds in build-test (the default build type, with the daemon's libfiu fault points:
+#      -Dfiu=enabled) and runs `meson test --print-errorlogs`, mount-fiu among them (allocation
+#      failures injected with fiu-run/fiu-ctrl, tests/mount/fiu.sh);
 #   2. builds in build-asan with AddressSanitizer and UndefinedBehaviorSanitizer and runs every
-#      test again, leak detection on.
+#      test again, leak detection on (without fault points: fiu's LD_PRELOAD and the sanitizer
+#      runtimes do not mix).
 # Both runs happen even when the first fails; the summary at the end says which part failed
 # and the exit status is non-zero if anything did. Arguments are passed to both `meson test`
 # runs (for example `--suite unit`, or a test name).
@@ -26,9 +29,10 @@
 # which select tests).
 set -euo pipefail
 
-readonly BUILD_PKGS=(meson ninja-build pkg-config gcc libfuse3-dev libbsd-dev check libfreetype-dev)
+readonly BUILD_PKGS=(meson ninja-build pkg-config gcc libfuse3-dev libbsd-dev check libfreetype-dev
+	libfiu-dev)
 readonly RUN_PKGS=(fuse3)
-readonly TEST_PKGS=(attr fio stress-ng fonts-dejavu-core valgrind)
+readonly TEST_PKGS=(attr fio stress-ng fonts-dejavu-core valgrind fiu-utils)
 readonly NORMAL_DIR=build-test
 readonly ASAN_DIR=build-asan
 readonly TSAN_DIR=build-tsan-test
@@ -139,7 +143,7 @@ main() {
 	# Nothing below may wait for input.
 	exec </dev/null
 
-	run_build normal "$NORMAL_DIR" "$@" -- -Dtests=enabled -Db_sanitize=none
+	run_build normal "$NORMAL_DIR" "$@" -- -Dtests=enabled -Dfiu=enabled -Db_sanitize=none
 
 	if [[ ${VFS_TEST_SKIP_ASAN:-0} == 1 ]]; then
 		summary+=("asan+ubsan: skipped (VFS_TEST_SKIP_ASAN=1)")
