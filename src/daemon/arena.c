@@ -2,6 +2,7 @@
  * arena.c - page arena; see arena.h for the design.
  */
 #include "arena.h"
+#include "fault.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,10 +40,14 @@ static int arena_grow_locked(struct arena *a)
 		a->chunks = n;
 		a->chunks_cap = cap;
 	}
+	if (FAULT("volatilefs/arena"))
+		return -ENOMEM;
 	c = mmap(NULL, ARENA_CHUNK_BYTES, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (c == MAP_FAILED)
 		return -errno;
+	/* Advice only: a kernel without THP refuses it, and that is fine. */
+	madvise(c, ARENA_CHUNK_BYTES, MADV_NOHUGEPAGE);
 	a->chunks[a->nchunks++] = c;
 	a->bump = c;
 	a->bump_end = c + ARENA_CHUNK_BYTES;
@@ -167,7 +172,10 @@ void arena_free_batch(struct arena *a, void **pages, size_t n)
 		for (run = 1; i + run < n &&
 		     (char *)pages[i + run] == start + run * ARENA_PAGE_SIZE; run++)
 			;
-		madvise(start, run * ARENA_PAGE_SIZE, MADV_DONTNEED);
+		/* A freed page must read as zeros when it is handed out
+		 * again; if the kernel would not take it back, clear it. */
+		if (madvise(start, run * ARENA_PAGE_SIZE, MADV_DONTNEED) != 0)
+			memset(start, 0, run * ARENA_PAGE_SIZE);
 	}
 	pthread_mutex_lock(&a->lock);
 	if (arena_reserve_free_locked(a, n) == 0) {
@@ -176,4 +184,6 @@ void arena_free_batch(struct arena *a, void **pages, size_t n)
 	}
 	atomic_fetch_sub_explicit(&a->in_use, n, memory_order_relaxed);
 	pthread_mutex_unlock(&a->lock);
+	if (a->charged)
+		atomic_fetch_sub(a->charged, (uint64_t)n * ARENA_PAGE_SIZE);
 }

@@ -13,8 +13,19 @@
  * freeing a large file costs one madvise per contiguous run, not per page.
  *
  * Accounting: arena_pages() is the number of pages handed out and not
- * freed.  Callers write every page they allocate (the FUSE glue never
- * leaves a fresh page untouched), so this is the arena's share of RSS.
+ * freed.  Pages are resident when handed out (arena_alloc_many faults
+ * them in), so this is the arena's share of RSS.  The arena does not
+ * decide whether a page may be had: its caller reserves the memory
+ * first (mem_reserve, mem.h) and allocates against that reservation.
+ * When a->charged is set, freeing a page gives its 4096 bytes back
+ * there, after the memory went back to the kernel, so the reserved
+ * figure never falls below what is resident.
+ *
+ * Transparent huge pages: every chunk is madvise(MADV_NOHUGEPAGE).  A
+ * huge page frees nothing until all of its 512 small pages are freed
+ * (or the kernel splits it), so a freed 4 KiB page would fall out of
+ * VmRSS's reckoning without going back to the system where THP is
+ * "always".
  *
  * Locking: one mutex, a leaf lock (nothing else is taken while it is
  * held).  The free stack, the chunk table and the bump pointer are
@@ -41,6 +52,7 @@ struct arena {
 	void **free_pages;        /* free stack; protected by lock */
 	size_t nfree, free_cap;
 	atomic_uint_fast64_t in_use; /* pages handed out */
+	_Atomic uint64_t *charged;   /* bytes reserved (mem.h), or NULL; set once */
 };
 
 /* Zero on success, -errno on failure. */
