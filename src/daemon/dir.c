@@ -2,6 +2,7 @@
  * dir.c - directory entries in two red-black trees; see dir.h.
  */
 #include "dir.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ struct dirent_node *dir_find(struct dir *d, const char *name)
 int dir_add(struct dir *d, const char *name, struct inode *inode, struct dirent_node **out)
 {
 	size_t len = strlen(name);
-	struct dirent_node *e = malloc(sizeof(*e) + len + 1);
+	struct dirent_node *e = meta_alloc(sizeof(*e) + len + 1);
 
 	if (!e)
 		return -ENOMEM;
@@ -57,7 +58,7 @@ int dir_add(struct dir *d, const char *name, struct inode *inode, struct dirent_
 	e->namelen = len;
 	e->inode = inode;
 	if (RB_INSERT(dirent_names, &d->names, e)) {
-		free(e);
+		meta_free(e);
 		return -EEXIST;
 	}
 	e->cookie = d->next_cookie++;
@@ -73,7 +74,7 @@ void dir_remove(struct dir *d, struct dirent_node *e)
 	RB_REMOVE(dirent_names, &d->names, e);
 	RB_REMOVE(dirent_cookies, &d->cookies, e);
 	d->count--;
-	free(e);
+	meta_free(e);
 }
 
 struct dirent_node *dir_next(struct dir *d, uint64_t after)
@@ -93,7 +94,7 @@ void dir_clear(struct dir *d)
 	/* Remove before freeing: tree walks touch the parents of a node. */
 	while ((e = RB_ROOT(&d->names)) != NULL) {
 		RB_REMOVE(dirent_names, &d->names, e);
-		free(e);
+		meta_free(e);
 	}
 	dir_init(d);
 }

@@ -10,6 +10,7 @@
 
 #include "file.h"
 #include "fs.h"
+#include "meta.h"
 
 #define PG ARENA_PAGE_SIZE
 
@@ -21,8 +22,17 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 	uint64_t before = n->purged.bytes, freed = u->resident;
 	struct page_batch b = { .arena = &fs->arena };
 
-	if (start < end && extset_add(&n->purged, start, end) < 0)
-		return -ENOMEM;
+	bool was;
+	int ret = 0;
+
+	/* The extent this may add is charged past the limit: a purge is how
+	 * memory comes back, so it must not fail for want of it. */
+	was = meta_unlimited(true);
+	if (start < end)
+		ret = extset_add(&n->purged, start, end);
+	meta_unlimited(was);
+	if (ret < 0)
+		return ret;
 	units_purged(&fs->lru, u);
 	/* Free exactly the unit's pages; no other unit overlaps them. */
 	pagemap_remove_range(&n->pages, u->start, unbounded ? PM_MAX_INDEX : u->end - 1,
@@ -280,7 +290,8 @@ static void *monitor_main(void *arg)
 		if (fs->monitor_stop)
 			break;
 		pthread_mutex_unlock(&fs->monitor_lock);
-		mem_reconcile(&fs->mem);
+		/* Freed metadata back to the kernel, then the kernel's figure. */
+		mem_trim(&fs->mem, mem_rss(&fs->mem) > atomic_load(&fs->mem.limit));
 		evict_check(fs);
 		pthread_mutex_lock(&fs->monitor_lock);
 	}

@@ -11,6 +11,7 @@
  * failed allocation leaves the set as it was.
  */
 #include "extset.h"
+#include "meta.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -70,7 +71,7 @@ static void drop(struct extset *s, struct extent *e)
 	RB_REMOVE(extent_tree, &s->tree, e);
 	s->count--;
 	s->bytes -= e->end - e->start;
-	free(e);
+	meta_free(e);
 }
 
 void extset_init(struct extset *s)
@@ -100,7 +101,7 @@ void extset_clear(struct extset *s)
 			RB_RIGHT(up, link) = NULL;
 		} else {
 			up = RB_PARENT(e, link);
-			free(e);
+			meta_free(e);
 			e = up;
 		}
 	}
@@ -116,7 +117,7 @@ int extset_add(struct extset *s, uint64_t start, uint64_t end)
 	/* The first extent that overlaps or touches [start, end), if any. */
 	e = first_end_at_least(s, start);
 	if (!e || e->start > end) {
-		n = malloc(sizeof(*n));
+		n = meta_alloc(sizeof(*n));
 		if (!n)
 			return -ENOMEM;
 		n->start = start;
@@ -167,7 +168,7 @@ int extset_remove(struct extset *s, uint64_t start, uint64_t end)
 	 * 4. e sticks out on the right: cut its head at end (only the last).
 	 */
 	if (e->start < start && e->end > end) {
-		n = malloc(sizeof(*n));
+		n = meta_alloc(sizeof(*n));
 		if (!n)
 			return -ENOMEM;
 		n->start = end;

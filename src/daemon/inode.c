@@ -2,6 +2,7 @@
  * inode.c - node allocation and the inode table; see inode.h.
  */
 #include "inode.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,12 +18,12 @@ int itable_init(struct itable *t)
 
 struct inode *inode_new(struct itable *t, mode_t mode, uid_t uid, gid_t gid, dev_t rdev)
 {
-	struct inode *n = calloc(1, sizeof(*n));
+	struct inode *n = meta_calloc(sizeof(*n));
 
 	if (!n)
 		return NULL;
 	if (pthread_rwlock_init(&n->lock, NULL) != 0) {
-		free(n);
+		meta_free(n);
 		return NULL;
 	}
 	n->mode = mode;
@@ -59,7 +60,7 @@ static void ofile_free_all(struct inode *n)
 		struct ofile *of = n->open_files;
 
 		n->open_files = of->next;
-		free(of);
+		meta_free(of);
 	}
 }
 
@@ -75,10 +76,10 @@ static void inode_release_contents(struct inode *n, void (*release)(void *page, 
 	else if (S_ISDIR(n->mode))
 		dir_clear(&n->dir.entries);
 	else if (S_ISLNK(n->mode))
-		free(n->target);
+		meta_free(n->target);
 	xattr_free_all(&n->xattrs);
 	pthread_rwlock_destroy(&n->lock);
-	free(n);
+	meta_free(n);
 }
 
 void inode_free(struct itable *t, struct inode *n, void (*release)(void *page, void *ctx),

@@ -1,11 +1,13 @@
 /*
- * mem.c - RSS accounting; see mem.h.
+ * mem.c - memory accounting; see mem.h.
  */
 #include "mem.h"
+#include "fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,9 @@ int mem_init(struct mem *m, struct arena *a, uint64_t limit, uint64_t low)
 	atomic_store(&m->low_explicit, low != 0);
 	atomic_store(&m->low_asked, low);
 	atomic_store(&m->low, low ? (low < limit ? low : limit) : default_low(limit));
+	/* Pages handed out before now (none, in the daemon) are charged too. */
+	atomic_store(&m->charged, arena_pages(a) * ARENA_PAGE_SIZE);
+	a->charged = &m->charged;
 	mem_reconcile(m);
 	return 0;
 }
@@ -58,6 +63,8 @@ int mem_reopen(struct mem *m)
 
 void mem_destroy(struct mem *m)
 {
+	if (m->arena && m->arena->charged == &m->charged)
+		m->arena->charged = NULL;
 	if (m->statm_fd >= 0)
 		close(m->statm_fd);
 	m->statm_fd = -1;
@@ -95,44 +102,95 @@ uint64_t mem_rss_kernel(struct mem *m)
 
 void mem_reconcile(struct mem *m)
 {
-	uint64_t pages = arena_pages(m->arena);
 	uint64_t rss = mem_rss_kernel(m);
+	uint64_t held = arena_pages(m->arena) * ARENA_PAGE_SIZE + atomic_load(&m->meta);
 
 	if (!rss)
 		return;
-	atomic_store(&m->overhead, (int64_t)rss - (int64_t)(pages * ARENA_PAGE_SIZE));
-	atomic_store(&m->pages_at_reconcile, pages);
+	atomic_store(&m->base, rss > held ? (int64_t)(rss - held) : 0);
 }
 
 uint64_t mem_rss(struct mem *m)
 {
-	int64_t est = (int64_t)(arena_pages(m->arena) * ARENA_PAGE_SIZE) +
-		      atomic_load_explicit(&m->overhead, memory_order_relaxed);
-
-	return est > 0 ? (uint64_t)est : 0;
+	return (uint64_t)atomic_load_explicit(&m->base, memory_order_relaxed) +
+	       atomic_load_explicit(&m->charged, memory_order_relaxed);
 }
 
-int mem_charge(struct mem *m, uint64_t npages)
+/* Would base + cur + bytes + slack pass limit? */
+static bool over(uint64_t limit, uint64_t base, uint64_t cur, uint64_t bytes, uint64_t slack)
 {
-	if (npages == 0)
-		return 0; /* needing no memory never fails */
-	return mem_charge_check(m, npages);
+	return base > limit || bytes > limit - base || slack > limit - base - bytes ||
+	       cur > limit - base - bytes - slack;
 }
 
-int mem_charge_check(struct mem *m, uint64_t npages)
+int mem_reserve(struct mem *m, uint64_t bytes)
 {
 	uint64_t limit = atomic_load_explicit(&m->limit, memory_order_relaxed);
-	uint64_t need = npages * ARENA_PAGE_SIZE;
-	uint64_t pages = arena_pages(m->arena);
-	uint64_t last = atomic_load_explicit(&m->pages_at_reconcile, memory_order_relaxed);
+	uint64_t base = (uint64_t)atomic_load_explicit(&m->base, memory_order_relaxed);
+	uint64_t cur = atomic_load(&m->charged);
+
+	if (bytes == 0)
+		return 0;
+	if (FAULT("volatilefs/reserve"))
+		return -ENOSPC;
+	/* Near the limit, base may have grown since it was last read
+	 * (new threads, buffers): read it again before deciding. */
+	if (over(limit, base, cur, bytes, MEM_RECONCILE_BYTES)) {
+		mem_reconcile(m);
+		base = (uint64_t)atomic_load(&m->base);
+	}
+	do {
+		if (over(limit, base, cur, bytes, 0))
+			return -ENOSPC;
+	} while (!atomic_compare_exchange_weak(&m->charged, &cur, cur + bytes));
+	return 0;
+}
+
+void mem_unreserve(struct mem *m, uint64_t bytes)
+{
+	if (bytes)
+		atomic_fetch_sub(&m->charged, bytes);
+}
+
+bool mem_fits(struct mem *m, uint64_t bytes)
+{
+	uint64_t limit = atomic_load_explicit(&m->limit, memory_order_relaxed);
 	uint64_t rss = mem_rss(m);
 
-	if ((pages > last && (pages - last) * ARENA_PAGE_SIZE >= MEM_RECONCILE_BYTES) ||
-	    rss + need + MEM_RECONCILE_BYTES > limit) {
-		mem_reconcile(m);
-		rss = mem_rss(m);
-	}
-	if (rss + need > limit)
+	return rss <= limit && bytes <= limit - rss;
+}
+
+int mem_meta_charge(struct mem *m, uint64_t bytes)
+{
+	uint64_t limit = atomic_load_explicit(&m->limit, memory_order_relaxed) + MEM_META_SLACK;
+	uint64_t base = (uint64_t)atomic_load_explicit(&m->base, memory_order_relaxed);
+	uint64_t cur = atomic_load(&m->charged);
+
+	if (FAULT("volatilefs/reserve"))
 		return -ENOSPC;
+	do {
+		if (over(limit, base, cur, bytes, 0))
+			return -ENOSPC;
+	} while (!atomic_compare_exchange_weak(&m->charged, &cur, cur + bytes));
+	atomic_fetch_add(&m->meta, bytes);
 	return 0;
+}
+
+void mem_meta_uncharge(struct mem *m, uint64_t bytes)
+{
+	atomic_fetch_sub(&m->meta, bytes);
+	atomic_fetch_add(&m->meta_freed, bytes);
+	mem_unreserve(m, bytes);
+}
+
+bool mem_trim(struct mem *m, bool force)
+{
+	bool trim = force || atomic_load(&m->meta_freed) >= MEM_TRIM_BYTES;
+
+	if (trim) {
+		atomic_store(&m->meta_freed, 0);
+		malloc_trim(0);
+	}
+	mem_reconcile(m);
+	return trim;
 }

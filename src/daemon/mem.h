@@ -1,22 +1,41 @@
 /*
- * mem.h - memory accounting: the daemon's RSS against memory_limit.
+ * mem.h - memory accounting: everything the daemon holds, against
+ * memory_limit, reserved before it is used (SPEC section 3).
  *
- * The figure compared with the limit is the daemon's resident memory as
- * the kernel reports it (/proc/self/statm).  Reading it on every write
- * would cost a system call per request, so the write path uses an
- * estimate instead:
+ * One figure is compared with the limit:
  *
- *     rss ~= arena pages * 4096 + overhead
+ *     rss = base + charged
  *
- * where overhead (code, heap, libfuse buffers, metadata) is the kernel's
- * figure minus the arena's share at the last reconciliation.  The
- * estimate is reconciled with the kernel whenever MEM_RECONCILE_BYTES
- * were allocated since the last time, whenever a charge would come
- * within MEM_RECONCILE_BYTES of the limit, and on demand (mem_reconcile).
+ * charged (bytes) is what the daemon's own code holds or has promised:
+ *   - every arena page handed out (file data), 4096 bytes each;
+ *   - reservations taken for pages not yet handed out (a write or
+ *     fallocate reserves all it needs before it allocates one page);
+ *   - metadata: nodes, names, xattrs, units, extents, page-map nodes,
+ *     open files, counted at the size the allocator really uses for each
+ *     block (meta.h).
+ * base is what the kernel counts and charged does not: code, thread
+ * stacks, libfuse's request buffers, the arena's own tables, allocator
+ * slack.  It is measured: at each reconciliation, base = the kernel's
+ * VmRSS - (arena pages + metadata), never below zero.
  *
- * All fields are atomics: no lock.  Two writers charging at once may
- * both pass the check; the overshoot is bounded by the number of worker
- * threads times the largest request (1 MiB).
+ * mem_reserve() is the only way to add to charged, and it is one atomic
+ * compare-and-swap against the limit: two writers cannot both pass a
+ * check that only one of them fits, so concurrent writes, fallocates,
+ * creates and marks together stay under the limit.  What a reservation
+ * did not use goes back with mem_unreserve(); the arena gives back
+ * 4096 bytes per page it frees (arena.h: a->charged).
+ *
+ * base moves only at reconciliation: the monitor thread, every
+ * EVICT_MONITOR_MS, and any reservation that would come within
+ * MEM_RECONCILE_BYTES of the limit.  Far from the limit a stale base
+ * costs nothing; near it, it is read again before each decision.
+ *
+ * Memory comes back: freed metadata returns to malloc's free lists,
+ * which keep it resident; mem_trim() hands whole free pages back to the
+ * kernel (malloc_trim) once enough was freed since the last time, and
+ * is called by the monitor thread and before a request is refused.
+ *
+ * All fields are atomics: no lock.
  */
 #ifndef VOLATILEFS_MEM_H
 #define VOLATILEFS_MEM_H
@@ -27,7 +46,19 @@
 
 #include "arena.h"
 
+/* Within this of the limit, a reservation reads the kernel's figure first. */
 #define MEM_RECONCILE_BYTES (4u << 20)
+/*
+ * Metadata may pass the limit by this much.  A request makes room for
+ * its metadata first (fs_room: purging, under the limit), then
+ * allocates; between the two, other requests may take that room, and
+ * failing then would refuse a create or an open while volatile data
+ * could have been purged for it.  The monitor thread purges what passes
+ * the limit.  Data pages get no such slack.
+ */
+#define MEM_META_SLACK (2u << 20)
+/* Metadata freed before mem_trim() calls malloc_trim. */
+#define MEM_TRIM_BYTES (1u << 20)
 
 struct mem {
 	struct arena *arena;
@@ -35,8 +66,10 @@ struct mem {
 	_Atomic uint64_t low;
 	_Atomic bool low_explicit;     /* memory_low given by the user ... */
 	_Atomic uint64_t low_asked;    /* ... and its value, before capping */
-	_Atomic int64_t overhead;      /* kernel RSS - arena bytes, last reconcile */
-	_Atomic uint64_t pages_at_reconcile;
+	_Atomic uint64_t charged;      /* bytes reserved: pages, promises, metadata */
+	_Atomic uint64_t meta;         /* bytes of metadata (part of charged) */
+	_Atomic uint64_t meta_freed;   /* metadata bytes freed since the last trim */
+	_Atomic int64_t base;          /* kernel RSS - pages - metadata, last reconcile */
 	_Atomic uint64_t enospc_total;
 	int statm_fd;
 };
@@ -46,7 +79,7 @@ uint64_t mem_default_limit(void);
 
 /*
  * limit: bytes (0 = default); low: bytes (0 = 90% of limit, else capped
- * at limit).  Zero or -errno.
+ * at limit).  Binds a's page frees to this accounting.  Zero or -errno.
  */
 int mem_init(struct mem *m, struct arena *a, uint64_t limit, uint64_t low);
 void mem_destroy(struct mem *m);
@@ -61,18 +94,31 @@ void mem_set_limit(struct mem *m, uint64_t limit);
 
 /* The kernel's figure for our RSS in bytes, or 0 if it cannot be read. */
 uint64_t mem_rss_kernel(struct mem *m);
-/* Re-read the kernel's figure and reset the estimate's overhead. */
+/* Re-read the kernel's figure and set base from it. */
 void mem_reconcile(struct mem *m);
-/* Estimated RSS in bytes (cheap). */
+/* base + charged: the figure compared with the limit (cheap). */
 uint64_t mem_rss(struct mem *m);
 
 /*
- * May npages new pages be allocated without going over the limit?
- * Zero, or -ENOSPC (the caller counts enospc_total when it gives up).  Asking for no page always
- * succeeds: a write into memory already held never fails for space.
+ * Reserve bytes against the limit: zero, or -ENOSPC when base + charged
+ * + bytes would pass it (nothing is reserved then).  Reserving 0 bytes
+ * always succeeds.
  */
-int mem_charge(struct mem *m, uint64_t npages);
-/* As mem_charge, but npages 0 asks "is there room at all?" (new nodes). */
-int mem_charge_check(struct mem *m, uint64_t npages);
+int mem_reserve(struct mem *m, uint64_t bytes);
+/* Give back bytes reserved and not used (or metadata freed). */
+void mem_unreserve(struct mem *m, uint64_t bytes);
+/* Would bytes fit now?  A check, not a reservation. */
+bool mem_fits(struct mem *m, uint64_t bytes);
+
+/* Metadata: meta.c charges and uncharges through these (a reservation of its own). */
+int mem_meta_charge(struct mem *m, uint64_t bytes);
+void mem_meta_uncharge(struct mem *m, uint64_t bytes);
+
+/*
+ * Give free heap memory back to the kernel (malloc_trim) if force, or if
+ * at least MEM_TRIM_BYTES of metadata were freed since the last time;
+ * then reconcile.  True when it trimmed.
+ */
+bool mem_trim(struct mem *m, bool force);
 
 #endif

@@ -2,6 +2,7 @@
  * pagemap.c - radix tree of pages; see pagemap.h.
  */
 #include "pagemap.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ uintptr_t pagemap_get(const struct pagemap *pm, uint64_t index)
 
 static struct pm_node *node_new(struct pagemap *pm)
 {
-	struct pm_node *n = calloc(1, sizeof(*n));
+	struct pm_node *n = meta_calloc(sizeof(*n));
 
 	if (n)
 		pm->nnodes++;
@@ -60,7 +61,7 @@ static struct pm_node *node_new(struct pagemap *pm)
 
 static void node_free(struct pagemap *pm, struct pm_node *n)
 {
-	free(n);
+	meta_free(n);
 	pm->nnodes--;
 }
 
@@ -209,6 +210,61 @@ bool pagemap_next(const struct pagemap *pm, uint64_t from, bool want_page,
 	if (!pm->root || from > height_max(pm->height))
 		return false;
 	return next_rec(pm->root, pm->height, 0, from, want_page, index, entry);
+}
+
+/* Pages in the subtree n (height h, first index base) inside [first, last]. */
+static uint64_t count_rec(const struct pm_node *n, unsigned h, uint64_t base, uint64_t first,
+			  uint64_t last)
+{
+	unsigned shift = shift_of(h);
+	unsigned i = first > base ? (unsigned)((first - base) >> shift) : 0;
+	uint64_t count = 0;
+
+	for (; i < PM_FANOUT; i++) {
+		uintptr_t s = n->slot[i];
+		uint64_t cbase = base + ((uint64_t)i << shift);
+
+		if (cbase > last)
+			break;
+		if (!s)
+			continue;
+		if (h == 1)
+			count += PM_PAGE(s) != NULL;
+		else
+			count += count_rec((const struct pm_node *)s, h - 1, cbase, first, last);
+	}
+	return count;
+}
+
+uint64_t pagemap_count(const struct pagemap *pm, uint64_t first, uint64_t last)
+{
+	if (!pm->root || first > last || first > height_max(pm->height))
+		return 0;
+	return count_rec(pm->root, pm->height, 0, first, last);
+}
+
+uint64_t pagemap_fill_bound(uint64_t first, uint64_t last, uint64_t missing,
+			    uint64_t node_cost)
+{
+	uint64_t nodes = 0;
+
+	if (first > last || !missing)
+		return 0;
+	/* Level h (leaves first): no more new nodes than new entries, nor
+	 * than the nodes of that level the range spans; and a tree that
+	 * grows taller gains a new root at each level it adds. */
+	for (unsigned h = 1; h <= PM_MAX_HEIGHT; h++) {
+		unsigned shift = h * PM_SHIFT;
+		uint64_t span = shift >= 64 ? 1 : (last >> shift) - (first >> shift) + 1;
+
+		nodes += span < missing ? span : missing;
+	}
+	return (nodes + PM_MAX_HEIGHT) * node_cost;
+}
+
+size_t pagemap_node_size(void)
+{
+	return sizeof(struct pm_node);
 }
 
 uint64_t pagemap_remove_range(struct pagemap *pm, uint64_t first, uint64_t last,

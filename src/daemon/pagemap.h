@@ -73,6 +73,24 @@ bool pagemap_next(const struct pagemap *pm, uint64_t from, bool want_page,
 		  uint64_t *index, uintptr_t *entry);
 
 /*
+ * The entries with a page in [first, last] (inclusive).  Visits only the
+ * nodes that exist inside the range: the cost follows the pages held
+ * there, not the width of the range.
+ */
+uint64_t pagemap_count(const struct pagemap *pm, uint64_t first, uint64_t last);
+
+/*
+ * An upper bound on the bytes of new nodes that storing `missing` new
+ * entries inside [first, last] can allocate (each node charged at
+ * node_cost bytes).
+ */
+uint64_t pagemap_fill_bound(uint64_t first, uint64_t last, uint64_t missing,
+			    uint64_t node_cost);
+
+/* sizeof one node, for pagemap_fill_bound's node_cost. */
+size_t pagemap_node_size(void);
+
+/*
  * Remove every entry in [first, last] (inclusive).  Each removed page is
  * passed to release(page, ctx) (tags dropped).  Returns the number of
  * pages released.

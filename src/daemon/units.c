@@ -2,6 +2,7 @@
  * units.c - volatile units and the purge order; see units.h.
  */
 #include "units.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -51,12 +52,12 @@ void units_init(struct units *us)
 
 struct unit *unit_alloc(void)
 {
-	return calloc(1, sizeof(struct unit));
+	return meta_calloc(sizeof(struct unit));
 }
 
 void unit_free(struct unit *u)
 {
-	free(u);
+	meta_free(u);
 }
 
 /* lru->lock held. */
@@ -197,20 +198,13 @@ static void unit_release(struct lru *l, struct units *us, struct unit *u)
 		u = NULL;
 	}
 	pthread_mutex_unlock(&l->lock);
-	free(u);
+	meta_free(u);
 }
 
-/* Resident pages of pm in [start, end). */
+/* Resident pages of pm in [start, end): a walk of the nodes held there. */
 static uint64_t count_pages(const struct pagemap *pm, uint64_t start, uint64_t end)
 {
-	uint64_t n = 0, idx;
-	uintptr_t e;
-
-	while (start < end && pagemap_next(pm, start, true, &idx, &e) && idx < end) {
-		n++;
-		start = idx + 1;
-	}
-	return n;
+	return start < end ? pagemap_count(pm, start, end - 1) : 0;
 }
 
 struct unit *units_first_from(struct units *us, uint64_t page)
@@ -440,7 +434,7 @@ void units_free_all(struct units *us)
 
 	while ((u = RB_ROOT(&us->tree)) != NULL) {
 		RB_REMOVE(unit_tree, &us->tree, u);
-		free(u);
+		meta_free(u);
 	}
 	us->count = 0;
 }
@@ -470,6 +464,6 @@ bool lru_unpin(struct lru *l, struct unit *u)
 	alive = !u->dead;
 	pthread_mutex_unlock(&l->lock);
 	if (!alive)
-		free(u);
+		meta_free(u);
 	return alive;
 }

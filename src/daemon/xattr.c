@@ -2,6 +2,7 @@
  * xattr.c - plain extended attributes; see xattr.h.
  */
 #include "xattr.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,12 +26,12 @@ int xattr_set(struct xattr **list, const char *name, const void *value, size_t s
 		return -EEXIST;
 	if (!*slot && (flags & XATTR_REPLACE))
 		return -ENODATA;
-	x = malloc(sizeof(*x) + size);
+	x = meta_alloc(sizeof(*x) + size);
 	if (!x)
 		return -ENOMEM;
-	x->name = strdup(name);
+	x->name = meta_strdup(name);
 	if (!x->name) {
-		free(x);
+		meta_free(x);
 		return -ENOMEM;
 	}
 	x->size = size;
@@ -42,8 +43,8 @@ int xattr_set(struct xattr **list, const char *name, const void *value, size_t s
 
 		x->next = old->next;
 		*slot = x;
-		free(old->name);
-		free(old);
+		meta_free(old->name);
+		meta_free(old);
 	} else {
 		x->next = NULL;
 		*slot = x;
@@ -67,8 +68,8 @@ int xattr_remove(struct xattr **list, const char *name)
 	if (!x)
 		return -ENODATA;
 	*slot = x->next;
-	free(x->name);
-	free(x);
+	meta_free(x->name);
+	meta_free(x);
 	return 0;
 }
 
@@ -97,7 +98,7 @@ void xattr_free_all(struct xattr **list)
 		struct xattr *x = *list;
 
 		*list = x->next;
-		free(x->name);
-		free(x);
+		meta_free(x->name);
+		meta_free(x);
 	}
 }

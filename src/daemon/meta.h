@@ -1,0 +1,67 @@
+/*
+ * meta.h - the daemon's lasting metadata, allocated and charged.
+ *
+ * Every block of metadata that outlives a request (nodes, directory
+ * entries, names, symlink targets, xattrs, volatile units, purged-set
+ * extents, page-map nodes, open files) comes from here, so the memory
+ * limit counts it (SPEC section 3: metadata is reserved before it is
+ * used, like data).  A block is charged at what the allocator really
+ * spends on it: its usable size plus malloc's header word.  The charge
+ * is reserved before malloc is called (with glibc's chunk size as the
+ * estimate) and corrected to the real figure afterwards.
+ *
+ * Binding: meta_bind(m) makes m the accounting that blocks are charged
+ * to; the daemon binds its one struct mem before it allocates anything
+ * and unbinds after it freed everything.  Unbound (unit tests), blocks
+ * are only counted.  Either way meta_bytes() is what is held now, so a
+ * daemon that has freed everything must read zero: fs_destroy checks it
+ * (a leak check at every clean exit).
+ *
+ * Failure: NULL with errno ENOMEM, when the charge does not fit under
+ * the limit or malloc fails; callers turn it into -ENOMEM.  Under a
+ * build with libfiu (-Dfiu=enabled) the fault point "volatilefs/meta"
+ * fails allocations on demand (fault.h).
+ *
+ * Locking: none; the counters are atomic.
+ */
+#ifndef VOLATILEFS_META_H
+#define VOLATILEFS_META_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mem;
+
+void meta_bind(struct mem *m);
+/* Bytes of metadata held now (charged or counted). */
+uint64_t meta_bytes(void);
+
+/*
+ * Credit: a caller that reserved bytes (mem_reserve) for metadata it is
+ * about to allocate (a page fill's page-map nodes) hands them to this
+ * thread with meta_credit_begin(); allocations on the thread are then
+ * paid from the credit before anything is charged anew.  meta_credit_end()
+ * returns what was not used, for the caller to mem_unreserve().  Not
+ * nested.
+ */
+void meta_credit_begin(uint64_t bytes);
+uint64_t meta_credit_end(void);
+
+/*
+ * Purging must never fail for want of memory: it is how memory comes
+ * back.  Between meta_unlimited(true) and meta_unlimited(false), on this
+ * thread, blocks are charged without the limit's check (the one extent a
+ * purge adds to a purged set).  Returns the previous setting.
+ */
+bool meta_unlimited(bool on);
+
+/* What a block of size bytes is charged (glibc's chunk size). */
+size_t meta_cost(size_t size);
+
+void *meta_alloc(size_t size);
+void *meta_calloc(size_t size); /* zeroed */
+char *meta_strdup(const char *s);
+void meta_free(void *p);
+
+#endif
