@@ -3,6 +3,7 @@
  */
 #include "file.h"
 #include "fs.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,11 +28,15 @@ void page_batch_release(void *page, void *ctx)
 	b->pages[b->n++] = page;
 }
 
-ssize_t file_read_locked(struct fs *fs, struct inode *n, uint64_t off, size_t size,
-			 char *buf)
-{
-	size_t done = 0;
+/* What a hole reads as. */
+static const char zero_page[PG];
 
+ssize_t file_read_iov_locked(struct fs *fs, struct inode *n, uint64_t off, size_t size,
+			     struct iovec *iov, size_t *niov)
+{
+	size_t done = 0, cnt = 0;
+
+	*niov = 0;
 	if (off >= n->size)
 		return 0;
 	if (size > n->size - off)
@@ -41,76 +46,123 @@ ssize_t file_read_locked(struct fs *fs, struct inode *n, uint64_t off, size_t si
 	while (done < size) {
 		uint64_t pos = off + done;
 		size_t in = pos % PG, chunk = PG - in;
-		void *page = PM_PAGE(pagemap_get(&n->pages, pos / PG));
+		char *page = PM_PAGE(pagemap_get(&n->pages, pos / PG));
+		const char *base = page ? page + in : zero_page + in;
 
 		if (chunk > size - done)
 			chunk = size - done;
-		if (page)
-			memcpy(buf + done, (char *)page + in, chunk);
+		/* Pages next to each other in the arena make one piece. */
+		if (page && cnt && (const char *)iov[cnt - 1].iov_base + iov[cnt - 1].iov_len == base)
+			iov[cnt - 1].iov_len += chunk;
 		else
-			memset(buf + done, 0, chunk);
+			iov[cnt++] = (struct iovec){ .iov_base = (void *)base, .iov_len = chunk };
 		done += chunk;
 	}
 	if (size)
 		units_touch(&fs->lru, &n->units, off / PG, (off + size - 1) / PG + 1);
+	*niov = cnt;
 	return (ssize_t)done;
 }
 
-/* Pages in [first, last] that hold no memory yet. */
+/*
+ * Pages in [first, last] that hold no memory yet: the width of the range
+ * minus the pages held there, which are counted over the page map's
+ * nodes, so the cost follows the memory, not the range.
+ */
 static uint64_t pages_missing(struct inode *n, uint64_t first, uint64_t last)
 {
-	uint64_t missing = 0;
+	return last - first + 1 - pagemap_count(&n->pages, first, last);
+}
 
-	for (uint64_t i = first; i <= last; i++)
-		if (!PM_PAGE(pagemap_get(&n->pages, i)))
-			missing++;
-	return missing;
+int file_reserve_locked(struct fs *fs, struct inode *n, uint64_t first, uint64_t last,
+			struct file_resv *r)
+{
+	uint64_t missing = pages_missing(n, first, last);
+	uint64_t meta = pagemap_fill_bound(first, last, missing,
+					   meta_cost(pagemap_node_size()));
+	int ret;
+
+	r->pages = r->meta = 0;
+	if (!missing)
+		return 0;
+	/* More pages than the limit holds cannot fit, whatever is purged
+	 * (and their byte count could overflow). */
+	if (missing > atomic_load(&fs->mem.limit) / PG)
+		return -ENOSPC;
+	ret = mem_reserve(&fs->mem, missing * PG + meta);
+	if (ret < 0)
+		return ret;
+	r->pages = missing;
+	r->meta = meta;
+	return 0;
+}
+
+void file_resv_release(struct fs *fs, struct file_resv *r)
+{
+	mem_unreserve(&fs->mem, r->pages * PG + r->meta);
+	r->pages = r->meta = 0;
 }
 
 /*
- * Give every page in [first, last] memory; the caller has charged them.
- * Pages come from the arena in batches, resident already (the accounting
- * counts every handed-out page as resident).  On -ENOMEM the pages
- * already given stay (they read as zeros, which they were).
+ * Give every page in [first, last] memory, out of reservation r (its
+ * pages and, for new page-map nodes, its metadata credit).  Pages come
+ * from the arena in batches, resident already (the accounting counts
+ * every handed-out page as resident).  Returns zero, -EAGAIN when more
+ * pages are missing than r holds (the range changed since it was
+ * reserved: reserve again), or -ENOMEM; the pages already given stay
+ * (they read as zeros, which they were).
  */
 #define FILL_BATCH 256
 
 static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t last,
-		      bool used)
+		      bool used, struct file_resv *r)
 {
 	struct mem *m = &fs->mem;
 	uint64_t idx[FILL_BATCH];
 	uintptr_t tags[FILL_BATCH];
 	void *pages[FILL_BATCH];
 	uint64_t i = first;
+	int ret = 0;
 
-	while (i <= last) {
+	meta_credit_begin(r->meta);
+	while (i <= last && ret == 0) {
 		size_t want = 0, got, j;
 
-		for (; i <= last && want < FILL_BATCH; i++) {
-			uintptr_t e = pagemap_get(&n->pages, i);
+		/* The next missing pages: those before the next held one. */
+		while (i <= last && want < FILL_BATCH) {
+			uint64_t held;
+			uintptr_t e;
 
-			if (!PM_PAGE(e)) {
-				tags[want] = PM_TAGS(e);
+			if (!pagemap_next(&n->pages, i, true, &held, &e) || held > last)
+				held = last + 1;
+			for (; i < held && want < FILL_BATCH; i++) {
+				tags[want] = PM_TAGS(pagemap_get(&n->pages, i));
 				idx[want++] = i;
 			}
+			if (i == held)
+				i++;
 		}
 		if (!want)
 			break;
+		if (want > r->pages) {
+			ret = -EAGAIN;
+			break;
+		}
 		got = arena_alloc_many(m->arena, pages, want);
+		r->pages -= got; /* taken: from now on they are the arena's to uncharge */
 		for (j = 0; j < got; j++) {
-			int ret = pagemap_set(&n->pages, idx[j], (uintptr_t)pages[j] | tags[j], NULL);
-
+			ret = pagemap_set(&n->pages, idx[j], (uintptr_t)pages[j] | tags[j], NULL);
 			if (ret < 0) {
 				arena_free_batch(m->arena, pages + j, got - j);
-				return ret;
+				break;
 			}
 			units_page_added(&fs->lru, &n->units, idx[j], used);
 		}
-		if (got < want)
-			return -ENOMEM;
+		if (ret == 0 && got < want)
+			ret = -ENOMEM;
 	}
-	return 0;
+	r->meta = meta_credit_end();
+	return ret;
 }
 
 uint64_t file_pages_needed_locked(struct inode *n, uint64_t off, uint64_t size)
@@ -123,6 +175,7 @@ uint64_t file_pages_needed_locked(struct inode *n, uint64_t off, uint64_t size)
 ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const char *buf,
 			  size_t size)
 {
+	struct file_resv r;
 	struct unit *spare = NULL;
 	uint64_t first, last;
 	size_t done = 0;
@@ -134,19 +187,36 @@ ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const ch
 		return -EFBIG;
 	first = off / PG;
 	last = (off + size - 1) / PG;
-	ret = mem_charge(&fs->mem, pages_missing(n, first, last));
+	ret = file_reserve_locked(fs, n, first, last, &r);
 	if (ret < 0)
 		return ret;
+	/* A write inside a purged extent splits it: one extent more. */
+	if (extset_intersects(&n->purged, off, off + size)) {
+		uint64_t ext = meta_cost(sizeof(struct extent));
+
+		ret = mem_reserve(&fs->mem, ext);
+		if (ret < 0) {
+			file_resv_release(fs, &r);
+			return ret;
+		}
+		r.meta += ext;
+	}
 	if (fs->write_unmark && n->units.count) {
 		spare = unit_alloc();
-		if (!spare)
+		if (!spare) {
+			file_resv_release(fs, &r);
 			return -ENOMEM;
+		}
 	}
 	/* Under write_policy=unmark the written pages leave their units
 	 * below: no unit is used by this write. */
-	ret = pages_fill(fs, n, first, last, !spare);
-	if (ret == 0)
+	ret = pages_fill(fs, n, first, last, !spare, &r);
+	if (ret == 0) {
+		meta_credit_begin(r.meta);
 		ret = extset_remove(&n->purged, off, off + size);
+		r.meta = meta_credit_end();
+	}
+	file_resv_release(fs, &r);
 	if (ret < 0) {
 		unit_free(spare);
 		return ret;
@@ -233,33 +303,60 @@ static int file_punch_locked(struct fs *fs, struct inode *n, uint64_t off, uint6
 	return 0;
 }
 
-int file_fallocate_locked(struct fs *fs, struct inode *n, int mode, uint64_t off,
-			  uint64_t len)
+int file_fallocate_begin_locked(struct fs *fs, struct inode *n, int mode, uint64_t off,
+				uint64_t len, struct file_falloc *fa)
 {
-	uint64_t first, last;
 	int ret;
 
+	memset(fa, 0, sizeof(*fa));
 	if (len == 0)
 		return -EINVAL;
 	if (off > FILE_MAX_SIZE || len > FILE_MAX_SIZE - off)
 		return -EFBIG;
-	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
-		return file_punch_locked(fs, n, off, len);
+	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
+		ret = file_punch_locked(fs, n, off, len);
+		return ret < 0 ? ret : 1;
+	}
 	if (mode != 0 && mode != FALLOC_FL_KEEP_SIZE)
 		return -EOPNOTSUPP;
-	first = off / PG;
-	last = (off + len - 1) / PG;
-	if (last > PM_MAX_INDEX)
+	fa->first = fa->pos = off / PG;
+	fa->last = (off + len - 1) / PG;
+	fa->end = off + len;
+	fa->keep_size = mode & FALLOC_FL_KEEP_SIZE;
+	if (fa->last > PM_MAX_INDEX)
 		return -EFBIG;
-	ret = mem_charge(&fs->mem, pages_missing(n, first, last));
+	ret = file_reserve_locked(fs, n, fa->first, fa->last, &fa->resv);
+	return ret < 0 ? ret : 0;
+}
+
+int file_fallocate_step_locked(struct fs *fs, struct inode *n, struct file_falloc *fa)
+{
+	uint64_t stop = fa->last - fa->pos < FILE_FALLOC_BATCH ? fa->last
+							       : fa->pos + FILE_FALLOC_BATCH - 1;
+	int ret = pages_fill(fs, n, fa->pos, stop, false, &fa->resv);
+
+	if (ret == -EAGAIN) {
+		/* Pages counted as held when we reserved went meanwhile (a
+		 * truncate or punch while the lock was dropped): reserve
+		 * what this batch still needs on top. */
+		struct file_resv more;
+
+		ret = file_reserve_locked(fs, n, fa->pos, stop, &more);
+		if (ret < 0)
+			return ret;
+		fa->resv.pages += more.pages;
+		fa->resv.meta += more.meta;
+		ret = pages_fill(fs, n, fa->pos, stop, false, &fa->resv);
+	}
 	if (ret < 0)
 		return ret;
-	ret = pages_fill(fs, n, first, last, false);
-	if (ret < 0)
-		return ret;
-	if (!(mode & FALLOC_FL_KEEP_SIZE) && off + len > n->size)
-		n->size = off + len;
-	return 0;
+	if (stop < fa->last) {
+		fa->pos = stop + 1;
+		return 0;
+	}
+	if (!fa->keep_size && fa->end > n->size)
+		n->size = fa->end;
+	return 1;
 }
 
 int64_t file_seek_locked(struct inode *n, uint64_t off, int whence)

@@ -3,9 +3,11 @@
  * fs.h and, for the lock rules and node lifetime, inode.h.
  */
 #include "fs.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,11 @@ static void node_free(struct fs *fs, struct inode *n)
 {
 	struct page_batch b = { .arena = &fs->arena };
 
+	/* A read may still hold n's lock for a moment after its reply went
+	 * out (fs_read_reply), and the kernel may have forgotten n in that
+	 * moment: wait for it to let go.  No one can take the lock anew. */
+	pthread_rwlock_wrlock(&n->lock);
+	pthread_rwlock_unlock(&n->lock);
 	if (S_ISREG(n->mode)) {
 		units_clear(&fs->lru, &n->units);
 		for (struct ofile *of = n->open_files; of; of = of->next)
@@ -68,6 +75,7 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 	ret = mem_init(&fs->mem, &fs->arena, cfg->memory_limit, cfg->memory_low);
 	if (ret)
 		goto out_arena;
+	meta_bind(&fs->mem); /* before the first node */
 	ret = itable_init(&fs->itable);
 	if (ret)
 		goto out_mem;
@@ -88,6 +96,7 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 out_itable:
 	itable_destroy(&fs->itable, NULL, NULL);
 out_mem:
+	meta_bind(NULL);
 	mem_destroy(&fs->mem);
 out_arena:
 	arena_destroy(&fs->arena);
@@ -100,6 +109,22 @@ out_evict:
 out_ns:
 	pthread_rwlock_destroy(&fs->ns_lock);
 	return ret;
+}
+
+/*
+ * Everything was freed: every figure of the accounting must be back to
+ * zero.  What is not is a leak (or a reservation never given back), and
+ * is said on stderr, which every mount test treats as a failure.
+ */
+static void fs_check_leaks(struct fs *fs)
+{
+	uint64_t meta = meta_bytes(), pages = arena_pages(&fs->arena);
+	uint64_t charged = atomic_load(&fs->mem.charged);
+
+	if (meta || pages || charged)
+		fprintf(stderr,
+			"volatilefs: at exit, not freed: %" PRIu64 " bytes of metadata, %" PRIu64
+			" pages; %" PRIu64 " bytes still charged\n", meta, pages, charged);
 }
 
 void fs_destroy(struct fs *fs)
@@ -116,6 +141,8 @@ void fs_destroy(struct fs *fs)
 	}
 	itable_destroy(&fs->itable, release_page, &b);
 	page_batch_flush(&b);
+	fs_check_leaks(fs);
+	meta_bind(NULL);
 	mem_destroy(&fs->mem);
 	arena_destroy(&fs->arena);
 	lru_destroy(&fs->lru);
@@ -132,17 +159,25 @@ void fs_destroy(struct fs *fs)
 /* See make_room(). */
 #define SPACE_RETRIES 64
 
-static bool make_room(struct fs *fs, uint64_t pages);
+static bool make_room(struct fs *fs, uint64_t bytes);
 
-static int room_for_metadata(struct fs *fs)
+int fs_room(struct fs *fs, uint64_t bytes)
 {
-	for (int tries = 0; mem_charge_check(&fs->mem, 0) != 0; tries++) {
-		if (tries == SPACE_RETRIES || !make_room(fs, 0)) {
+	for (int tries = 0; !mem_fits(&fs->mem, bytes); tries++) {
+		if (tries == SPACE_RETRIES || !make_room(fs, bytes)) {
 			atomic_fetch_add(&fs->mem.enospc_total, 1);
 			return -ENOSPC;
 		}
 	}
 	return 0;
+}
+
+/* A node, its name and its directory entry: about a kilobyte. */
+#define NODE_BYTES 1024u
+
+static int room_for_metadata(struct fs *fs)
+{
+	return fs_room(fs, NODE_BYTES);
 }
 
 static int check_name(const char *name)
@@ -322,7 +357,7 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 	case S_IFLNK:
 		if (!target)
 			return -EINVAL;
-		copy = strdup(target);
+		copy = meta_strdup(target);
 		if (!copy)
 			return -ENOMEM;
 		break;
@@ -394,7 +429,7 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 out_unlock:
 	pthread_rwlock_unlock(&fs->ns_lock);
 out_free:
-	free(copy);
+	meta_free(copy);
 	unit_free(spare);
 	return ret;
 }
@@ -620,8 +655,13 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 		drop_name(fs, newdir, dst);
 	} else {
 		struct dirent_node *moved;
+		bool was;
 
+		/* A rename frees the old entry as it makes the new one: it
+		 * needs no room, and a full filesystem still renames. */
+		was = meta_unlimited(true);
 		ret = dir_add(&newdir->dir.entries, newname, src, &moved);
+		meta_unlimited(was);
 		if (ret)
 			goto out_unlock;
 		name_moved(src, oe, moved, newdir);
@@ -659,38 +699,102 @@ static bool atime_due(const struct inode *n)
 	return now.tv_sec - n->atime.tv_sec >= 24 * 3600;
 }
 
+struct copy_out {
+	char *buf;
+	size_t len;
+};
+
+static void copy_out(void *ctx, const struct iovec *iov, size_t count)
+{
+	struct copy_out *c = ctx;
+
+	for (size_t i = 0; i < count; i++) {
+		memcpy(c->buf + c->len, iov[i].iov_base, iov[i].iov_len);
+		c->len += iov[i].iov_len;
+	}
+}
+
 ssize_t fs_read(struct fs *fs, struct inode *n, uint64_t off, size_t size, char *buf)
 {
+	struct copy_out c = { .buf = buf };
+	int ret = fs_read_reply(fs, n, off, size, copy_out, &c);
+
+	return ret < 0 ? ret : (ssize_t)c.len;
+}
+
+int fs_read_reply(struct fs *fs, struct inode *n, uint64_t off, size_t size,
+		  fs_reply_fn reply, void *ctx)
+{
+	struct iovec stack_iov[FILE_READ_IOV_MAX(256 * ARENA_PAGE_SIZE)];
+	struct iovec *iov = stack_iov;
+	size_t niov;
 	ssize_t got;
 	bool due;
+	int ret = 0;
 
 	if (!S_ISREG(n->mode))
 		return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+	if (FILE_READ_IOV_MAX(size) > sizeof(stack_iov) / sizeof(stack_iov[0])) {
+		iov = malloc(FILE_READ_IOV_MAX(size) * sizeof(*iov));
+		if (!iov)
+			return -ENOMEM;
+	}
+	/* The access time moves before the reply: once the reply is out,
+	 * the kernel may close the file and forget the node at once.  When
+	 * it is due (relatime: rarely), the read is done under the write
+	 * lock that moving it needs. */
 	pthread_rwlock_rdlock(&n->lock);
-	got = file_read_locked(fs, n, off, size, buf);
-	due = got >= 0 && atime_due(n);
+	due = atime_due(n);
+	if (due) {
+		pthread_rwlock_unlock(&n->lock);
+		pthread_rwlock_wrlock(&n->lock);
+	}
+	got = file_read_iov_locked(fs, n, off, size, iov, &niov);
+	if (got >= 0) {
+		if (due)
+			stamp_locked(n, T_A);
+		reply(ctx, iov, niov);
+	}
 	pthread_rwlock_unlock(&n->lock);
-	if (due)
-		stamp(n, T_A);
-	return got;
+	if (iov != stack_iov)
+		free(iov);
+	if (got < 0)
+		ret = (int)got;
+	return ret;
 }
 
 /*
- * A write or allocation refused for space: purge volatile data and try
- * again.  Only when nothing volatile is left does ENOSPC reach the
- * caller (and enospc_total).  Writers that hit the limit together queue
- * on the evictor: the first purges, the next find the RSS already low
- * and free nothing, yet must try again, since room was made; so a
- * writer gives up only when a purge freed nothing and no volatile page
- * is held any more (or after SPACE_RETRIES rounds of losing the room to
- * others, or of volatile pages that cannot go: open auto=unlink files).
+ * A request refused for space: purge volatile data and try again.  Only
+ * when nothing volatile is left does ENOSPC reach the caller (and
+ * enospc_total).  Requests that hit the limit together queue on the
+ * evictor: the first purges, the next find the RSS already low and free
+ * nothing, yet must try again, since room was made; so a request gives
+ * up only when a purge freed nothing and no volatile page is held any
+ * more (or after SPACE_RETRIES rounds of losing the room to others, or
+ * of volatile pages that cannot go: open auto=unlink files).
+ *
+ * A request that would not fit even if every volatile page went (a
+ * fallocate of a petabyte) purges nothing: it fails at once.  Before it
+ * gives up, free heap memory is handed back to the kernel (mem_trim), so
+ * a flood of metadata that was deleted does not keep refusing requests.
  */
-static bool make_room(struct fs *fs, uint64_t pages)
+static bool make_room(struct fs *fs, uint64_t bytes)
 {
+	uint64_t limit = atomic_load(&fs->mem.limit);
+	uint64_t vol = atomic_load(&fs->lru.resident) * ARENA_PAGE_SIZE;
+	uint64_t rss = mem_rss(&fs->mem);
+	uint64_t pages = (bytes + ARENA_PAGE_SIZE - 1) / ARENA_PAGE_SIZE;
+
+	if (bytes > limit || (rss > vol ? rss - vol : 0) > limit - bytes) {
+		mem_trim(&fs->mem, true);
+		return mem_fits(&fs->mem, bytes);
+	}
 	if (evict_for_write(fs, pages))
 		return true;
-	return atomic_load(&fs->lru.resident) > 0 ||
-	       mem_rss(&fs->mem) + pages * ARENA_PAGE_SIZE <= atomic_load(&fs->mem.limit);
+	if (atomic_load(&fs->lru.resident) > 0 || mem_fits(&fs->mem, bytes))
+		return true;
+	mem_trim(&fs->mem, true);
+	return mem_fits(&fs->mem, bytes);
 }
 
 ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size)
@@ -708,7 +812,8 @@ ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, 
 			stamp_locked(n, T_M | T_C);
 		need = ret == -ENOSPC ? file_pages_needed_locked(n, off, size) : 0;
 		pthread_rwlock_unlock(&n->lock);
-		if (ret != -ENOSPC || tries == SPACE_RETRIES || !make_room(fs, need))
+		if (ret != -ENOSPC || tries == SPACE_RETRIES ||
+		    !make_room(fs, need * ARENA_PAGE_SIZE))
 			break;
 	}
 	if (ret == -ENOSPC)
@@ -716,8 +821,15 @@ ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, 
 	return ret;
 }
 
+/*
+ * Everything the range needs is reserved first, under the file's lock;
+ * the pages are then given memory in steps of FILE_FALLOC_BATCH, and the
+ * lock is dropped between steps, so a truncate or a read of the same
+ * file waits for one step at most, never for the whole range.
+ */
 int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_t len)
 {
+	struct file_falloc fa;
 	int ret;
 
 	if (!S_ISREG(n->mode))
@@ -726,14 +838,30 @@ int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_
 		uint64_t need;
 
 		pthread_rwlock_wrlock(&n->lock);
-		ret = file_fallocate_locked(fs, n, mode, off, len);
-		if (!ret)
-			stamp_locked(n, T_M | T_C);
-		need = ret == -ENOSPC ? file_pages_needed_locked(n, off, len) : 0;
+		ret = file_fallocate_begin_locked(fs, n, mode, off, len, &fa);
+		if (ret != -ENOSPC)
+			break; /* with the lock held */
+		need = file_pages_needed_locked(n, off, len);
 		pthread_rwlock_unlock(&n->lock);
-		if (ret != -ENOSPC || tries == SPACE_RETRIES || !make_room(fs, need))
-			break;
+		if (tries == SPACE_RETRIES || need > atomic_load(&fs->mem.limit) / ARENA_PAGE_SIZE ||
+		    !make_room(fs, need * ARENA_PAGE_SIZE)) {
+			atomic_fetch_add(&fs->mem.enospc_total, 1);
+			return -ENOSPC;
+		}
 	}
+	while (ret == 0) {
+		ret = file_fallocate_step_locked(fs, n, &fa);
+		if (ret == 0) {
+			pthread_rwlock_unlock(&n->lock);
+			pthread_rwlock_wrlock(&n->lock);
+		}
+	}
+	if (ret == 1) {
+		stamp_locked(n, T_M | T_C);
+		ret = 0;
+	}
+	file_resv_release(fs, &fa.resv);
+	pthread_rwlock_unlock(&n->lock);
 	if (ret == -ENOSPC)
 		atomic_fetch_add(&fs->mem.enospc_total, 1);
 	return ret;
@@ -871,17 +999,34 @@ bool fs_auto_unlink_locked(struct fs *fs, struct inode *n)
 	return true;
 }
 
-struct ofile *fs_open_file(struct fs *fs, struct inode *n, int flags)
+struct ofile *fs_ofile_new(struct fs *fs)
 {
-	struct ofile *of = calloc(1, sizeof(*of));
+	struct ofile *of;
+	bool was;
 
 	(void)fs;
-	if (!of)
-		return NULL;
+	/* An open description is counted, never refused for room: a full
+	 * filesystem must still open and read what it holds (tmpfs does),
+	 * and their number is bounded by the kernel's open files. */
+	was = meta_unlimited(true);
+	of = meta_calloc(sizeof(*of));
+	meta_unlimited(was);
+	return of;
+}
+
+void fs_ofile_discard(struct fs *fs, struct ofile *of)
+{
+	(void)fs;
+	meta_free(of);
+}
+
+void fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags)
+{
+	(void)fs;
 	of->inode = n;
 	of->flags = flags;
 	if (!S_ISREG(n->mode))
-		return of; /* not listed: only files are purged */
+		return; /* not listed: only files are purged */
 	pthread_rwlock_wrlock(&n->lock);
 	of->next = n->open_files;
 	if (of->next)
@@ -889,7 +1034,6 @@ struct ofile *fs_open_file(struct fs *fs, struct inode *n, int flags)
 	n->open_files = of;
 	n->nopen++;
 	pthread_rwlock_unlock(&n->lock);
-	return of;
 }
 
 void fs_release_file(struct fs *fs, struct ofile *of)
@@ -909,7 +1053,7 @@ void fs_release_file(struct fs *fs, struct ofile *of)
 	}
 	if (of->poll_handle && fs->hooks.poll_free)
 		fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
-	free(of);
+	meta_free(of);
 }
 
 bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old)

@@ -128,6 +128,14 @@ struct fs_setattr {
 };
 
 int fs_init(struct fs *fs, const struct fs_config *cfg);
+
+/*
+ * Make room for bytes of new memory (metadata a request is about to
+ * allocate): zero when they fit now, after purging volatile data if it
+ * had to; -ENOSPC (counted in enospc_total) when nothing volatile is
+ * left to purge.  Caller holds no lock.
+ */
+int fs_room(struct fs *fs, uint64_t bytes);
 void fs_destroy(struct fs *fs);
 
 int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode **out,
@@ -155,6 +163,19 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 const char *fs_readlink(struct fs *fs, struct inode *n);
 
 ssize_t fs_read(struct fs *fs, struct inode *n, uint64_t off, size_t size, char *buf);
+/*
+ * A read answered without a copy into a buffer: reply(ctx, iov, count)
+ * is called with pointers to the file's own pages (holes: a page of
+ * zeros), with the file's lock held for reading so that they stay valid
+ * until it returns.  reply must not take any lock of this filesystem and
+ * must not wait for a request to be served (a FUSE reply writes to the
+ * device and returns).  Zero once reply was called, or -errno without a
+ * call.
+ */
+struct iovec;
+typedef void (*fs_reply_fn)(void *ctx, const struct iovec *iov, size_t count);
+int fs_read_reply(struct fs *fs, struct inode *n, uint64_t off, size_t size,
+		  fs_reply_fn reply, void *ctx);
 ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size);
 int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_t len);
 int64_t fs_lseek(struct fs *fs, struct inode *n, uint64_t off, int whence);
@@ -193,8 +214,15 @@ bool fs_auto_unlink_locked(struct fs *fs, struct inode *n);
 void fs_hold(struct inode *n);
 void fs_put_locked(struct fs *fs, struct inode *n);
 
-/* Open n; NULL when out of memory. */
-struct ofile *fs_open_file(struct fs *fs, struct inode *n, int flags);
+/*
+ * Opening n, in two steps: the open description is allocated first
+ * (fs_ofile_new: NULL when out of memory), before a create or an O_TRUNC
+ * changes anything, so nothing can fail after the change; then attached
+ * to n.  An unused one goes back with fs_ofile_discard.
+ */
+struct ofile *fs_ofile_new(struct fs *fs);
+void fs_ofile_discard(struct fs *fs, struct ofile *of);
+void fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags);
 /* The last close of an open description. */
 void fs_release_file(struct fs *fs, struct ofile *of);
 

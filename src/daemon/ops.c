@@ -3,7 +3,8 @@
  *
  * Each handler maps node ids to nodes, calls into fs.c, and turns the
  * result into a reply.  No lock is held across a fuse_reply_* call:
- * fs.c takes and drops its locks inside each call.
+ * fs.c takes and drops its locks inside each call.  (One exception, a
+ * file's read lock across a READ reply: see vfs_read.)
  *
  * Node ids are node addresses; the root is FUSE_ROOT_ID.  The kernel
  * only sends ids it holds a lookup reference to, so the node is alive.
@@ -35,9 +36,14 @@
 #define CACHE_TIMEOUT 86400.0
 
 /*
- * Reply buffers: one per worker thread, grown to the largest request it
- * served (1 MiB reads at most), instead of a malloc per request.
+ * Reply buffers for directory listings and xattr values: one per worker
+ * thread, kept between requests up to THREAD_BUF_KEEP bytes; a larger
+ * one is given back after its reply (thread_buf_shrink), so that many
+ * workers that once served a large reply do not keep it for good.
+ * Reads need none (vfs_read).
  */
+#define THREAD_BUF_KEEP (16u << 10)
+
 struct thread_buf {
 	char *p;
 	size_t cap;
@@ -99,6 +105,21 @@ static char *thread_buf(size_t size)
 		b->cap = cap;
 	}
 	return b->p;
+}
+
+/* After a reply: a buffer grown past THREAD_BUF_KEEP goes back. */
+static void thread_buf_shrink(void)
+{
+	struct thread_buf *b;
+
+	if (!buf_key_ok)
+		return;
+	b = pthread_getspecific(buf_key);
+	if (b && b->cap > THREAD_BUF_KEEP) {
+		free(b->p);
+		b->p = NULL;
+		b->cap = 0;
+	}
 }
 
 static struct fs *fs_of(fuse_req_t req)
@@ -335,6 +356,12 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	/* First what can fail for memory, then the truncation. */
+	of = fs_ofile_new(fs_of(req));
+	if (!of) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	if ((fi->flags & O_TRUNC) && S_ISREG(n->mode)) {
 		/* libfuse negotiates atomic O_TRUNC: the truncation is ours.
 		 * Like the VFS, O_TRUNC stamps mtime and ctime even on an
@@ -344,15 +371,12 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		int ret = fs_setattr(fs_of(req), n, &sa, &st);
 
 		if (ret) {
+			fs_ofile_discard(fs_of(req), of);
 			fuse_reply_err(req, -ret);
 			return;
 		}
 	}
-	of = fs_open_file(fs_of(req), n, fi->flags);
-	if (!of) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
+	fs_open_attach(fs_of(req), of, n, fi->flags);
 	fi->keep_cache = 1;
 	fi->fh = (uint64_t)(uintptr_t)of;
 	fs = fs_of(req);
@@ -379,20 +403,23 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	struct ofile *of;
 	struct stat st;
 	struct fs *fs;
-	int ret = fs_mknod(fs_of(req), node_of(req, parent), name, S_IFREG | (mode & 07777), 0,
-			   NULL, &cred, &n, &st);
+	int ret;
 
-	if (ret) {
-		fuse_reply_err(req, -ret);
-		return;
-	}
-	of = fs_open_file(fs_of(req), n, fi->flags);
+	/* First what can fail for memory, then the file: a create that
+	 * fails leaves no name behind. */
+	of = fs_ofile_new(fs_of(req));
 	if (!of) {
-		/* The node exists now; the kernel just will not open it. */
-		fs_forget(fs_of(req), n, 1);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	ret = fs_mknod(fs_of(req), node_of(req, parent), name, S_IFREG | (mode & 07777), 0,
+		       NULL, &cred, &n, &st);
+	if (ret) {
+		fs_ofile_discard(fs_of(req), of);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fs_open_attach(fs_of(req), of, n, fi->flags);
 	fill_entry(fs_of(req), &e, n, &st);
 	fi->keep_cache = 1;
 	fi->fh = (uint64_t)(uintptr_t)of;
@@ -403,27 +430,32 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	}
 }
 
+static void reply_read(void *ctx, const struct iovec *iov, size_t count)
+{
+	fuse_reply_iov(ctx, iov, (int)count);
+}
+
+/*
+ * Reads are answered from the file's pages themselves (fs_read_reply):
+ * no buffer to keep per thread and no copy on our side.  The file's read
+ * lock is held across fuse_reply_iov, the one exception to "no lock
+ * across a reply": writing a READ reply to the device copies into pages
+ * the kernel locked or pinned before it sent the request, and waits for
+ * nothing this daemon does.
+ */
 static void vfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	char *buf;
-	ssize_t n;
+	int ret;
 
 	(void)fi;
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	buf = thread_buf(size);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	n = fs_read(fs_of(req), node_of(req, ino), (uint64_t)off, size, buf);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
+	ret = fs_read_reply(fs_of(req), node_of(req, ino), (uint64_t)off, size, reply_read, req);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
 }
 
 static void vfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -550,6 +582,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 			fs_forget(d.fs, d.given[i], 1);
 	}
 	free(d.given);
+	thread_buf_shrink();
 }
 
 static void vfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -613,7 +646,7 @@ static void vfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 		return;
 	}
 	len = fs_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
-	reply_xattr_buf(req, len, buf, size);
+	reply_xattr_buf(req, len, buf, size);	thread_buf_shrink();
 }
 
 static void vfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -626,7 +659,7 @@ static void vfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		return;
 	}
 	len = fs_listxattr(fs_of(req), node_of(req, ino), buf, size);
-	reply_xattr_buf(req, len, buf, size);
+	reply_xattr_buf(req, len, buf, size);	thread_buf_shrink();
 }
 
 static void vfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "meta.h"
 #include "pressure.h"
 #include "volatilefs.h"
 
@@ -50,6 +51,27 @@ static void wait_reported(struct fs *fs, uint64_t seq)
 		fs->hooks.wait(fs->hooks.ctx, seq);
 }
 
+/*
+ * The units that lie wholly at or past the end of n once ranges r are
+ * marked, counted as if none absorbed another (an upper bound), and
+ * never past VOL_UNITS_PAST_EOF + 1: the walk stops there.  n locked.
+ */
+static uint64_t past_eof_units(struct inode *n, const struct vrange *r, size_t nr)
+{
+	uint64_t eof = (n->size + PG - 1) / PG, count = 0;
+
+	for (size_t i = 0; i < nr; i++)
+		if (r[i].offset / PG >= eof)
+			count++;
+	if (!count)
+		return 0; /* the call adds none: what is there was allowed */
+	for (struct unit *u = units_first_from(&n->units, eof);
+	     u && count <= VOL_UNITS_PAST_EOF; u = units_next(&n->units, u))
+		if (u->start >= eof)
+			count++;
+	return count;
+}
+
 int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 	     unsigned priority, bool age)
 {
@@ -60,6 +82,11 @@ int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 		return ret;
 	if (priority >= UNIT_PRIORITIES)
 		return -EINVAL;
+	/* The units are metadata, charged against the limit: purge for
+	 * them first, as a write does for its pages. */
+	ret = fs_room(fs, nr * meta_cost(sizeof(struct unit)));
+	if (ret)
+		return ret;
 	/* Every unit the call needs first: then nothing can fail halfway. */
 	spare = calloc(nr ? nr : 1, sizeof(*spare));
 	if (!spare)
@@ -72,6 +99,12 @@ int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 		}
 	}
 	pthread_rwlock_wrlock(&n->lock);
+	if (past_eof_units(n, r, nr) > VOL_UNITS_PAST_EOF) {
+		pthread_rwlock_unlock(&n->lock);
+		atomic_fetch_add(&fs->mem.enospc_total, 1);
+		ret = -ENOSPC;
+		goto out_free;
+	}
 	for (size_t i = 0; i < nr; i++) {
 		uint64_t start, end;
 

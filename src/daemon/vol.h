@@ -35,7 +35,20 @@ struct volatilefs_extent;
  */
 int vol_check_range(uint64_t offset, uint64_t length, struct vrange *out);
 
-/* Mark each range as one unit.  Zero, -EISDIR/-EINVAL (not a file), -ENOMEM. */
+/*
+ * A file may hold at most this many units that start at or past its end
+ * (units within its size are bounded by its pages: each holds one at
+ * least).  What a unit past the end holds back is nothing the user paid
+ * for, so a flood of them is refused (-ENOSPC) instead of growing the
+ * daemon's metadata without bound.
+ */
+#define VOL_UNITS_PAST_EOF 4096
+
+/*
+ * Mark each range as one unit.  Zero, -EISDIR/-EINVAL (not a file),
+ * -ENOSPC (no room for the units under the limit after purging, or more
+ * than VOL_UNITS_PAST_EOF units past the end), -ENOMEM.
+ */
 int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 	     unsigned priority, bool age);
 /* Unmark the ranges; *bytes and *purged as SPEC section 4.  All or nothing. */
