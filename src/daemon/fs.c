@@ -1111,7 +1111,7 @@ int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *va
 		return vxattr_set(fs, n, name, value, size, cred->uid);
 	if (!xattr_ns_of(name))
 		return -EOPNOTSUPP;
-	ret = room_for_metadata(fs);
+	ret = fs_room(fs, meta_cost(size) + meta_cost(strlen(name) + 1) + NODE_BYTES);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&n->lock);
