@@ -27,7 +27,15 @@
  *	nobody    the root-only attributes as another user (EPERM), when run as root on a
  *	          mount with allow_other;
  *	options   bad options to the daemon binary ($VOLATILEFS) on a temporary mountpoint:
- *	          exit status 1, a message, nothing mounted.
+ *	          exit status 1, a message, nothing mounted;
+ *	sizes     hostile sizes (SPEC section 9), last: offsets and lengths at 2^63 - 1, the
+ *	          last page, 2^62, and where a 32-bit count or page index would go wrong,
+ *	          through fallocate, punch, truncate, pwrite, pread, lseek, the ioctls and the
+ *	          attributes, each on an open, unlinked file of its own, each with the errno
+ *	          or the result (return value, size, st_blocks, units, purged set) it must
+ *	          give, and within 10 seconds: a call still running then fails its row as a
+ *	          hang (the call is left behind; the mount then cannot be unmounted cleanly,
+ *	          and with-mount.sh kills the daemon).
  *
  *	$ VOLATILEFS=build/src/daemon/volatilefs tests/mount/with-mount.sh \
  *		build/src/daemon/volatilefs -o allow_other -- build/tests/mount/badinput
@@ -1148,6 +1156,483 @@ START_TEST(deep_path)
 END_TEST
 
 /* ---------------------------------------------------------------------------------------- */
+/* Hostile sizes                                                                            */
+
+/*
+ * Offsets and lengths at the edges of the range of sizes (2^63 - 1, the last page at
+ * 2^63 - 4096, 2^62) and where a count that is cut to 32 bits, or a page index that is,
+ * would go wrong (2^31 and 2^32 bytes, pages 2^31, 2^32 and 2^40): through fallocate, punch,
+ * truncate, pwrite, pread, lseek, the ioctls and the attributes.  Each row works on a file
+ * of its own ("s", one of the kinds below) that is open and already unlinked, so that a call
+ * left hanging in the daemon holds no name that a later cleanup would wait for.  The call
+ * runs in a child with a deadline: SPEC section 9 says hostile sizes take time in proportion
+ * to the memory they touch, so a call still running after SIZE_DEADLINE seconds is a hang
+ * (it is left behind; the row fails at once).  A row that fails must leave the file and the
+ * mount's counters as they were (enospc_total may count an ENOSPC); a row that works must
+ * give the result SPEC, volatilefs(3) and tmpfs give, and leave what it says.
+ */
+#define E62 (1ull << 62)
+#define MAXSZ ((uint64_t)INT64_MAX) /* 2^63 - 1: the largest size */
+#define LASTPG (MAXSZ - 4095)       /* 2^63 - 4096: the last page */
+#define PGX32 (1ull << 44)          /* page index 2^32 */
+#define PGX40 (1ull << 52)          /* page index 2^40 */
+#define ANY UINT64_MAX
+#define SIZE_DEADLINE 10
+
+enum sfile {
+	SF_EMPTY,  /* size 0 */
+	SF_SPARSE, /* size 2^63 - 1, one page held, at 2^62, with a 'z' first; no unit */
+	SF_MARKED, /* size 2^62, nothing held, one unit 0:2^62 */
+	SF_PURGED, /* SF_SPARSE with the unit 0:0, purged: purged set 0:2^63 - 1, nothing held */
+};
+
+enum sop { S_FALLOC, S_KEEP, S_PUNCH, S_TRUNC, S_PWRITE, S_PREAD, S_DATA, S_HOLE, S_MARK,
+	   S_UNMARK, S_PURGED, S_XMARK, S_XUNMARK };
+
+struct scase {
+	const char *what;
+	enum sfile file;
+	enum sop op;
+	uint64_t off, len;  /* S_TRUNC: off is the size; S_PWRITE, S_PREAD: len <= 8192 */
+	const char *value;  /* S_XMARK, S_XUNMARK: the attribute's value */
+	int err;            /* the errno it fails with; 0: it works */
+	/* When it works (ANY, -1, NULL: not checked): */
+	uint64_t ret;       /* lseek's offset, pread's and pwrite's count, unmark's bytes,
+			     * purged's count */
+	int flag;           /* unmark's purged */
+	int64_t size, blocks; /* st_size and st_blocks afterwards */
+	int64_t data;       /* SEEK_DATA from 0 afterwards */
+	int at62;           /* the byte at 2^62 afterwards */
+	const char *ranges, *purged; /* user.volatile.ranges and .purged afterwards */
+};
+
+/* Rows: SBAD and SXBAD fail with an errno; the others work, and check what they name. */
+#define SBAD(w, f, op, off, len, e) \
+	{ w, f, op, off, len, NULL, e, ANY, -1, -1, -1, -1, -1, NULL, NULL }
+#define SXBAD(w, f, op, v, e) \
+	{ w, f, op, 0, 0, v, e, ANY, -1, -1, -1, -1, -1, NULL, NULL }
+#define SOK(w, f, op, off, len, ret, size, blocks) \
+	{ w, f, op, off, len, NULL, 0, ret, -1, size, blocks, -1, -1, NULL, NULL }
+#define SOK62(w, f, op, off, len, size, blocks, at62) \
+	{ w, f, op, off, len, NULL, 0, ANY, -1, size, blocks, -1, at62, NULL, NULL }
+#define SOKDATA(w, f, op, off, len, ret, size, blocks, data) \
+	{ w, f, op, off, len, NULL, 0, ret, -1, size, blocks, data, -1, NULL, NULL }
+#define SOKSET(w, f, op, off, len, ret, flag, ranges, purged) \
+	{ w, f, op, off, len, NULL, 0, ret, flag, -1, -1, -1, -1, ranges, purged }
+#define SXOK(w, f, op, v, ranges) \
+	{ w, f, op, 0, 0, v, 0, ANY, -1, -1, -1, -1, -1, ranges, NULL }
+
+#define VOL3 " volatile priority=3\n"
+#define PUR3 " purged priority=3\n"
+
+static const struct scase scases[] = {
+	/* fallocate */
+	SOK("fallocate the last page, ending at 2^63 - 1", SF_EMPTY, S_FALLOC, LASTPG, 4095, ANY,
+	    (int64_t)MAXSZ, 8),
+	SOK("fallocate 1 byte at 2^63 - 2", SF_EMPTY, S_FALLOC, MAXSZ - 1, 1, ANY, (int64_t)MAXSZ, 8),
+	SBAD("fallocate the whole last page (ends at 2^63)", SF_EMPTY, S_FALLOC, LASTPG, 4096, EFBIG),
+	SBAD("fallocate 1 byte at 2^63 - 1", SF_EMPTY, S_FALLOC, MAXSZ, 1, EFBIG),
+	SBAD("fallocate 2^63 - 1 bytes at 2^63 - 1 (the end wraps)", SF_EMPTY, S_FALLOC, MAXSZ, MAXSZ,
+	     EFBIG),
+	SOK("fallocate one page at 2^62", SF_EMPTY, S_FALLOC, E62, 4096, ANY, (int64_t)E62 + 4096, 8),
+	SOK("fallocate 2 bytes across 2^62 (two pages)", SF_EMPTY, S_FALLOC, E62 - 1, 2, ANY,
+	    (int64_t)E62 + 1, 16),
+	SOK("fallocate pages 2^32 - 1 and 2^32", SF_EMPTY, S_FALLOC, PGX32 - 4096, 8192, ANY,
+	    (int64_t)PGX32 + 4096, 16),
+	SOK("fallocate page 2^40 (at 2^52)", SF_EMPTY, S_FALLOC, PGX40, 4096, ANY,
+	    (int64_t)PGX40 + 4096, 8),
+	SOK("fallocate 2 pages across 2^31 bytes", SF_EMPTY, S_FALLOC, (1ull << 31) - 4096, 8192, ANY,
+	    (1ll << 31) + 4096, 16),
+	SOK("fallocate 2 pages across 2^32 bytes", SF_EMPTY, S_FALLOC, (1ull << 32) - 4096, 8192, ANY,
+	    (1ll << 32) + 4096, 16),
+	SOK("KEEP_SIZE fallocate one page at 2^62", SF_EMPTY, S_KEEP, E62, 4096, ANY, 0, 8),
+	SOK("KEEP_SIZE fallocate the last page", SF_EMPTY, S_KEEP, LASTPG, 4095, ANY, 0, 8),
+	SBAD("KEEP_SIZE fallocate the whole last page (ends at 2^63)", SF_EMPTY, S_KEEP, LASTPG, 4096,
+	     EFBIG),
+	SOK("fallocate the page at 2^62 that is held already", SF_SPARSE, S_FALLOC, E62, 4096, ANY,
+	    (int64_t)MAXSZ, 8),
+	SOK("fallocate the last page of a file of 2^63 - 1 bytes", SF_SPARSE, S_FALLOC, LASTPG, 4095,
+	    ANY, (int64_t)MAXSZ, 16),
+	/* punch */
+	SOK("punch 2^63 - 1 bytes from 0", SF_SPARSE, S_PUNCH, 0, MAXSZ, ANY, (int64_t)MAXSZ, 0),
+	SOK62("punch 1 byte at 2^62", SF_SPARSE, S_PUNCH, E62, 1, (int64_t)MAXSZ, 8, 0),
+	SOK62("punch from 2^62 + 4096 to 2^63 - 1", SF_SPARSE, S_PUNCH, E62 + 4096,
+	      MAXSZ - E62 - 4096, (int64_t)MAXSZ, 8, 'z'),
+	SOK("punch from 2^62 - 4096 to 2^63 - 1", SF_SPARSE, S_PUNCH, E62 - 4096, MAXSZ - E62 + 4096,
+	    ANY, (int64_t)MAXSZ, 0),
+	SBAD("punch the whole last page (ends at 2^63)", SF_SPARSE, S_PUNCH, LASTPG, 4096, EFBIG),
+	SOKSET("punch all of a purged file of 2^63 - 1 bytes", SF_PURGED, S_PUNCH, 0, MAXSZ, ANY, -1,
+	       "0:0" VOL3, ""),
+	SOKSET("punch the page at 2^62 of a purged file", SF_PURGED, S_PUNCH, E62, 4096, ANY, -1,
+	       "0:0" PUR3, "0:4611686018427387904\n4611686018427392000:4611686018427383807\n"),
+	/* truncate */
+	SOK("truncate to 2^63 - 1", SF_EMPTY, S_TRUNC, MAXSZ, 0, ANY, (int64_t)MAXSZ, 0),
+	SOK("truncate a file of 2^63 - 1 bytes to 2^62 (its page goes)", SF_SPARSE, S_TRUNC, E62, 0,
+	    ANY, (int64_t)E62, 0),
+	SOK62("truncate a file of 2^63 - 1 bytes to 2^62 + 1", SF_SPARSE, S_TRUNC, E62 + 1, 0,
+	      (int64_t)E62 + 1, 8, 'z'),
+	SOK("truncate a file of 2^63 - 1 bytes to 0", SF_SPARSE, S_TRUNC, 0, 0, ANY, 0, 0),
+	SOKSET("truncate a purged file of 2^63 - 1 bytes to 2^62", SF_PURGED, S_TRUNC, E62, 0, ANY,
+	       -1, "0:0" PUR3, "0:4611686018427387904\n"),
+	SOKSET("truncate to 4096 cuts a unit of 2^62 bytes", SF_MARKED, S_TRUNC, 4096, 0, ANY, -1,
+	       "0:4096" VOL3, ""),
+	SOKSET("truncate to 1 cuts a unit of 2^62 bytes to a page", SF_MARKED, S_TRUNC, 1, 0, ANY, -1,
+	       "0:4096" VOL3, ""),
+	SOKSET("truncate to 0 removes a unit of 2^62 bytes", SF_MARKED, S_TRUNC, 0, 0, ANY, -1, "",
+	       ""),
+	SOKSET("truncate up to 2^63 - 1 keeps a unit of 2^62 bytes", SF_MARKED, S_TRUNC, MAXSZ, 0, ANY,
+	       -1, "0:4611686018427387904" VOL3, ""),
+	/* pwrite, pread */
+	SOK("pwrite 4096 bytes ending at 2^63 - 1", SF_EMPTY, S_PWRITE, MAXSZ - 4096, 4096, 4096,
+	    (int64_t)MAXSZ, 16),
+	SBAD("pwrite 4096 bytes at 2^63 - 4096 (ends at 2^63)", SF_EMPTY, S_PWRITE, LASTPG, 4096,
+	     EINVAL),
+	SBAD("pwrite 4097 bytes at 2^63 - 4096", SF_EMPTY, S_PWRITE, LASTPG, 4097, EINVAL),
+	SOKDATA("pwrite 1 byte at 2^31", SF_EMPTY, S_PWRITE, 1ull << 31, 1, 1, (1ll << 31) + 1, 8,
+		1ll << 31),
+	SOKDATA("pwrite 1 byte at 2^32", SF_EMPTY, S_PWRITE, 1ull << 32, 1, 1, (1ll << 32) + 1, 8,
+		1ll << 32),
+	SOKDATA("pwrite 1 byte at page 2^31", SF_EMPTY, S_PWRITE, 1ull << 43, 1, 1, (1ll << 43) + 1,
+		8, 1ll << 43),
+	SOKDATA("pwrite 1 byte at page 2^32", SF_EMPTY, S_PWRITE, PGX32, 1, 1, (int64_t)PGX32 + 1, 8,
+		(int64_t)PGX32),
+	SOKDATA("pwrite 1 byte at page 2^40", SF_EMPTY, S_PWRITE, PGX40, 1, 1, (int64_t)PGX40 + 1, 8,
+		(int64_t)PGX40),
+	SOKDATA("pwrite 1 byte at 2^62", SF_EMPTY, S_PWRITE, E62, 1, 1, (int64_t)E62 + 1, 8,
+		(int64_t)E62),
+	SOKDATA("pwrite 1 byte at 2^63 - 2 of a file of 2^63 - 1 bytes", SF_SPARSE, S_PWRITE, MAXSZ - 1,
+		1, 1, (int64_t)MAXSZ, 16, (int64_t)E62),
+	SOK("pread 4095 bytes at 2^63 - 4096", SF_SPARSE, S_PREAD, LASTPG, 4095, 4095, -1, -1),
+	SOK("pread 4096 bytes at 2^63 - 4097", SF_SPARSE, S_PREAD, LASTPG - 1, 4096, 4096, -1, -1),
+	SBAD("pread 4096 bytes at 2^63 - 4096 (ends at 2^63)", SF_SPARSE, S_PREAD, LASTPG, 4096,
+	     EINVAL),
+	SOK("pread 8192 bytes at 2^62 - 4096", SF_SPARSE, S_PREAD, E62 - 4096, 8192, 8192, -1, -1),
+	/* lseek */
+	SOK("SEEK_DATA from 0 finds the page at 2^62", SF_SPARSE, S_DATA, 0, 0, E62, -1, -1),
+	SOK("SEEK_DATA from page 2^32 finds the page at 2^62", SF_SPARSE, S_DATA, PGX32, 0, E62, -1,
+	    -1),
+	SOK("SEEK_DATA at 2^62 + 1", SF_SPARSE, S_DATA, E62 + 1, 0, E62 + 1, -1, -1),
+	SBAD("SEEK_DATA after the page at 2^62", SF_SPARSE, S_DATA, E62 + 4096, 0, ENXIO),
+	SBAD("SEEK_DATA at 2^63 - 2", SF_SPARSE, S_DATA, MAXSZ - 1, 0, ENXIO),
+	SOK("SEEK_HOLE from 0", SF_SPARSE, S_HOLE, 0, 0, 0, -1, -1),
+	SOK("SEEK_HOLE from 2^62", SF_SPARSE, S_HOLE, E62, 0, E62 + 4096, -1, -1),
+	SOK("SEEK_HOLE at 2^63 - 2", SF_SPARSE, S_HOLE, MAXSZ - 1, 0, MAXSZ - 1, -1, -1),
+	SBAD("SEEK_HOLE at 2^63 - 1 (the size)", SF_SPARSE, S_HOLE, MAXSZ, 0, ENXIO),
+	/* mark, unmark, purged: the ioctls */
+	SOKSET("mark the last page, unbounded", SF_EMPTY, S_MARK, LASTPG, 0, ANY, -1,
+	       "9223372036854771712:0" VOL3, NULL),
+	SOKSET("mark the page before the last", SF_EMPTY, S_MARK, LASTPG - 4096, 4096, ANY, -1,
+	       "9223372036854767616:4096" VOL3, NULL),
+	SBAD("mark 1 byte of the last page (rounds to end at 2^63)", SF_EMPTY, S_MARK, LASTPG, 1,
+	     EINVAL),
+	SOKSET("mark 2^63 - 4096 bytes from 0", SF_EMPTY, S_MARK, 0, LASTPG, ANY, -1,
+	       "0:9223372036854771712" VOL3, NULL),
+	SBAD("mark 2^63 - 4095 bytes from 0 (rounds to 2^63)", SF_EMPTY, S_MARK, 0, LASTPG + 1,
+	     EINVAL),
+	SOKSET("mark from 2^62 to the last page", SF_EMPTY, S_MARK, E62, E62 - 4096, ANY, -1,
+	       "4611686018427387904:4611686018427383808" VOL3, NULL),
+	SBAD("mark 2^62 bytes at 2^62 (ends at 2^63)", SF_EMPTY, S_MARK, E62, E62, EINVAL),
+	SOKSET("mark pages 2^32 - 1 and 2^32", SF_EMPTY, S_MARK, PGX32 - 4096, 8192, ANY, -1,
+	       "17592186040320:8192" VOL3, NULL),
+	SOKSET("mark page 2^40", SF_EMPTY, S_MARK, PGX40, 4096, ANY, -1, "4503599627370496:4096" VOL3,
+	       NULL),
+	SOKSET("unmark all of a bounded unit of 2^62 bytes: bytes 2^62", SF_MARKED, S_UNMARK, 0, 0, E62,
+	       0, "", ""),
+	SOKSET("unmark the last page of a unit of 2^62 bytes", SF_MARKED, S_UNMARK, E62 - 4096, 4096,
+	       4096, 0, "0:4611686018427383808" VOL3, ""),
+	SOKSET("unmark page 2^32 of a unit of 2^62 bytes: it splits", SF_MARKED, S_UNMARK, PGX32, 4096,
+	       4096, 0, "0:17592186044416" VOL3 "17592186048512:4611668426241339392" VOL3, ""),
+	SBAD("unmark 1 byte of the last page (rounds to end at 2^63)", SF_MARKED, S_UNMARK, LASTPG, 1,
+	     EINVAL),
+	SOKSET("unmark all of an unbounded unit of a file of 2^63 - 1 bytes: bytes 2^63", SF_PURGED,
+	       S_UNMARK, 0, 0, 1ull << 63, 1, "", "0:9223372036854775807\n"),
+	SOKSET("unmark the last page of an unbounded unit", SF_PURGED, S_UNMARK, LASTPG, 0, 4096, 1,
+	       "0:9223372036854771712" PUR3, "0:9223372036854775807\n"),
+	SOKSET("unmark the page at 2^62 of an unbounded unit: it splits", SF_PURGED, S_UNMARK, E62, 4096,
+	       4096, 1, "0:4611686018427387904" PUR3 "4611686018427392000:0" PUR3,
+	       "0:9223372036854775807\n"),
+	SOKSET("unmark all of a file of 2^63 - 1 bytes without units", SF_SPARSE, S_UNMARK, 0, 0, 0, 0,
+	       "", ""),
+	SOK("purged: all of a file of 2^63 - 1 bytes is one extent", SF_PURGED, S_PURGED, 0, 0, 1, -1,
+	    -1),
+	SOK("purged: the last byte", SF_PURGED, S_PURGED, MAXSZ - 1, 1, 1, -1, -1),
+	SOK("purged: from 2^62 + 1, 1 byte", SF_PURGED, S_PURGED, E62 + 1, 1, 1, -1, -1),
+	SOK("purged: from 1 to past 2^64 (to the end)", SF_PURGED, S_PURGED, 1, UINT64_MAX, 1, -1, -1),
+	SOK("purged: at the size", SF_PURGED, S_PURGED, MAXSZ, 0, 0, -1, -1),
+	SOK("purged: at 2^63", SF_PURGED, S_PURGED, 1ull << 63, 0, 0, -1, -1),
+	SOK("purged: at 2^64 - 1, to past 2^64", SF_PURGED, S_PURGED, UINT64_MAX, UINT64_MAX, 0, -1,
+	    -1),
+	/* mark, unmark: the attributes, with the SIZE suffixes */
+	SXOK("mark 9223372036854771712:0 (the last page)", SF_EMPTY, S_XMARK, "9223372036854771712:0",
+	     "9223372036854771712:0" VOL3),
+	SXOK("mark 8388607T:0 (2^63 - 2^40)", SF_EMPTY, S_XMARK, "8388607T:0",
+	     "9223370937343148032:0" VOL3),
+	SXBAD("mark 8388608T:0 (2^63)", SF_EMPTY, S_XMARK, "8388608T:0", EINVAL),
+	SXOK("mark 0:8388607T", SF_EMPTY, S_XMARK, "0:8388607T", "0:9223370937343148032" VOL3),
+	SXBAD("mark 0:8388608T (ends at 2^63)", SF_EMPTY, S_XMARK, "0:8388608T", EINVAL),
+	SXOK("mark 4194304T:4194303T", SF_EMPTY, S_XMARK, "4194304T:4194303T",
+	     "4611686018427387904:4611684918915760128" VOL3),
+	SXOK("mark 0:0x7ffffffffffff000", SF_EMPTY, S_XMARK, "0:0x7ffffffffffff000",
+	     "0:9223372036854771712" VOL3),
+	SXBAD("mark 0:0x7ffffffffffff001 (rounds to 2^63)", SF_EMPTY, S_XMARK, "0:0x7ffffffffffff001",
+	      EINVAL),
+	SXOK("mark the last two pages as two units", SF_EMPTY, S_XMARK,
+	     "0x7fffffffffffe000:4K 0x7ffffffffffff000:0",
+	     "9223372036854767616:4096" VOL3 "9223372036854771712:0" VOL3),
+	SXOK("mark 16T:4K 16T:0 (page 2^32; one unit)", SF_EMPTY, S_XMARK, "16T:4K 16T:0",
+	     "17592186044416:0" VOL3),
+	SXOK("unmark 0:0 of an unbounded purged unit of 2^63 - 1 bytes", SF_PURGED, S_XUNMARK, "0:0",
+	     ""),
+	SXOK("unmark 16T:4K of a unit of 2^62 bytes", SF_MARKED, S_XUNMARK, "16T:4K",
+	     "0:17592186044416" VOL3 "17592186048512:4611668426241339392" VOL3),
+	SXBAD("unmark 8388608T:0 (2^63)", SF_MARKED, S_XUNMARK, "8388608T:0", EINVAL),
+	/*
+	 * Last: the rows whose cost a daemon that walks the range it is given pays in time (it
+	 * took 0.6 s per TiB); a hang leaves a daemon thread busy with it.
+	 */
+	SBAD("fallocate 2^63 - 1 bytes from 0", SF_EMPTY, S_FALLOC, 0, MAXSZ, ENOSPC),
+	SBAD("fallocate 1 PiB from 0", SF_EMPTY, S_FALLOC, 0, 1ull << 50, ENOSPC),
+	SBAD("fallocate from 2^62 to 2^63 - 1", SF_EMPTY, S_FALLOC, E62, E62 - 1, ENOSPC),
+	SBAD("fallocate 2^33 + 1 pages (1 in 32 bits)", SF_EMPTY, S_FALLOC, 0, (1ull << 45) + 4096,
+	     ENOSPC),
+	SBAD("KEEP_SIZE fallocate 2^63 - 1 bytes from 0", SF_EMPTY, S_KEEP, 0, MAXSZ, ENOSPC),
+	SBAD("fallocate 2^63 - 1 bytes over a file that holds a page at 2^62", SF_SPARSE, S_FALLOC, 0,
+	     MAXSZ, ENOSPC),
+};
+
+static void make_sfile(enum sfile k)
+{
+	int fd = CHECK(open("s", O_RDWR | O_CREAT | O_EXCL, 0644));
+
+	if (k == SF_MARKED) {
+		CHECK(ftruncate(fd, (off_t)E62));
+		CHECK(volatilefs_mark(fd, 0, E62, 0));
+	} else if (k != SF_EMPTY) {
+		CHECK(ftruncate(fd, (off_t)MAXSZ));
+		ck_assert_int_eq(pwrite(fd, "z", 1, (off_t)E62), 1);
+	}
+	if (k == SF_PURGED) {
+		CHECK(volatilefs_mark(fd, 0, 0, 0));
+		CHECK(fsetxattr(fd, "user.volatile.purge", "all", 3, 0));
+	}
+	close(fd);
+}
+
+struct ssnap {
+	char ranges[4096], purged[4096], stats[4096];
+	int64_t size, blocks;
+	int at0, at62; /* -1: past the end */
+};
+
+static void fget_text(int fd, const char *name, char *buf, size_t cap)
+{
+	ssize_t n = fgetxattr(fd, name, buf, cap - 1);
+
+	if (n < 0)
+		snprintf(buf, cap, "<%s>", errname(errno));
+	else
+		buf[n] = '\0';
+}
+
+static int byte_at(int fd, uint64_t off)
+{
+	unsigned char b;
+
+	return pread(fd, &b, 1, (off_t)off) == 1 ? b : -1;
+}
+
+/* Without enospc_total when the call may count an ENOSPC. */
+static void ssnap_take(int fd, struct ssnap *s, bool enospc)
+{
+	struct stat st;
+	char *p;
+
+	memset(s, 0, sizeof(*s));
+	fget_text(fd, "user.volatile.ranges", s->ranges, sizeof(s->ranges));
+	fget_text(fd, "user.volatile.purged", s->purged, sizeof(s->purged));
+	stats_text(s->stats, sizeof(s->stats));
+	if (enospc && (p = strstr(s->stats, "enospc_total=")) != NULL) {
+		char *end = strchr(p, '\n');
+
+		memmove(p, end ? end + 1 : p + strlen(p), strlen(end ? end + 1 : p + strlen(p)) + 1);
+	}
+	CHECK(fstat(fd, &st));
+	s->size = st.st_size;
+	s->blocks = st.st_blocks;
+	s->at0 = byte_at(fd, 0);
+	s->at62 = byte_at(fd, E62);
+}
+
+struct sres {
+	int r, err;
+	uint64_t ret;
+	int flag;
+};
+
+/* The call itself, in the child: r 0 or -1 with err, and its value in ret. */
+static void do_sop(const struct scase *c, int fd, struct sres *x)
+{
+	static char buf[8192];
+	static struct volatilefs_purged_arg pa;
+	struct volatilefs_mark_arg ma = { .offset = c->off, .length = c->len };
+	struct volatilefs_unmark_arg ua = { .offset = c->off, .length = c->len };
+	const char *name = c->op == S_XMARK ? "user.volatile.mark" : "user.volatile.unmark";
+	off_t o = (off_t)c->off, l = (off_t)c->len;
+	ssize_t n = 0;
+	off_t at = 0;
+
+	memset(buf, 'w', sizeof(buf));
+	errno = 0;
+	switch (c->op) {
+	case S_FALLOC:
+		x->r = fallocate(fd, 0, o, l);
+		break;
+	case S_KEEP:
+		x->r = fallocate(fd, FALLOC_FL_KEEP_SIZE, o, l);
+		break;
+	case S_PUNCH:
+		x->r = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, o, l);
+		break;
+	case S_TRUNC:
+		x->r = ftruncate(fd, o);
+		break;
+	case S_PWRITE:
+		n = pwrite(fd, buf, c->len, o);
+		break;
+	case S_PREAD:
+		n = pread(fd, buf, c->len, o);
+		break;
+	case S_DATA:
+	case S_HOLE:
+		at = lseek(fd, o, c->op == S_DATA ? SEEK_DATA : SEEK_HOLE);
+		x->r = at < 0 ? -1 : 0;
+		x->ret = (uint64_t)at;
+		break;
+	case S_MARK:
+		x->r = ioctl(fd, VOLATILEFS_IOC_MARK, &ma);
+		break;
+	case S_UNMARK:
+		x->r = ioctl(fd, VOLATILEFS_IOC_UNMARK, &ua);
+		x->ret = ua.bytes;
+		x->flag = (int)ua.purged;
+		break;
+	case S_PURGED:
+		memset(&pa, 0, sizeof(pa));
+		pa.offset = c->off;
+		pa.length = c->len;
+		x->r = ioctl(fd, VOLATILEFS_IOC_PURGED, &pa);
+		x->ret = pa.count;
+		break;
+	case S_XMARK:
+	case S_XUNMARK:
+		x->r = fsetxattr(fd, name, c->value, strlen(c->value), 0);
+		break;
+	}
+	if (c->op == S_PWRITE || c->op == S_PREAD) {
+		x->r = n < 0 ? -1 : 0;
+		x->ret = (uint64_t)n;
+	}
+	x->err = x->r < 0 ? errno : 0;
+}
+
+/* The call in a child, waited for SIZE_DEADLINE seconds at most. */
+static void run_deadline(const struct scase *c, int fd, struct sres *r)
+{
+	double t0 = now_s();
+	int p[2], status = 0;
+	pid_t pid;
+
+	CHECK(pipe(p));
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sres x = { 0, 0, 0, -1 };
+
+		close(p[0]);
+		do_sop(c, fd, &x);
+		_exit(write(p[1], &x, sizeof(x)) == (ssize_t)sizeof(x) ? 0 : 1);
+	}
+	close(p[1]);
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (now_s() - t0 > SIZE_DEADLINE)
+			ck_abort_msg("%s: still running after %d s: its cost follows the range it "
+				     "names, not the memory it touches (left behind)", c->what,
+				     SIZE_DEADLINE);
+		nap_ms(2);
+	}
+	ck_assert_msg(read(p[0], r, sizeof(*r)) == (ssize_t)sizeof(*r),
+		      "%s: the call's child ended with status 0x%x", c->what, status);
+	close(p[0]);
+}
+
+START_TEST(sizes)
+{
+	const struct scase *c = &scases[_i];
+	struct ssnap before, after;
+	struct sres r;
+	int fd;
+
+	make_sfile(c->file);
+	fd = CHECK(open("s", O_RDWR));
+	CHECK(unlink("s"));
+	ssnap_take(fd, &before, c->err == ENOSPC);
+	run_deadline(c, fd, &r);
+	ssnap_take(fd, &after, c->err == ENOSPC);
+	if (c->err) {
+		ck_assert_msg(r.r == -1 && r.err == c->err, "%s: expected -1 (%s), got %s (%" PRIu64
+			      ")", c->what, errname(c->err), r.r == -1 ? errname(r.err) : "success",
+			      r.ret);
+#define SAME_STR(f) \
+	ck_assert_msg(strcmp(before.f, after.f) == 0, "%s: changed " #f ":\nbefore:\n%s\nafter:\n%s", \
+		      c->what, before.f, after.f)
+		SAME_STR(ranges);
+		SAME_STR(purged);
+		SAME_STR(stats);
+#undef SAME_STR
+		ck_assert_msg(before.size == after.size && before.blocks == after.blocks &&
+			      before.at0 == after.at0 && before.at62 == after.at62,
+			      "%s: changed the file: size %lld -> %lld, st_blocks %lld -> %lld",
+			      c->what, (long long)before.size, (long long)after.size,
+			      (long long)before.blocks, (long long)after.blocks);
+	} else {
+		ck_assert_msg(r.r == 0, "%s: failed with %s, want success", c->what, errname(r.err));
+		if (c->ret != ANY)
+			ck_assert_msg(r.ret == c->ret, "%s: returned %" PRIu64 ", want %" PRIu64,
+				      c->what, r.ret, c->ret);
+		if (c->flag >= 0)
+			ck_assert_msg(r.flag == c->flag, "%s: purged %d, want %d", c->what, r.flag,
+				      c->flag);
+		if (c->size >= 0)
+			ck_assert_msg(after.size == c->size, "%s: size %lld, want %lld", c->what,
+				      (long long)after.size, (long long)c->size);
+		if (c->blocks >= 0)
+			ck_assert_msg(after.blocks == c->blocks, "%s: st_blocks %lld, want %lld",
+				      c->what, (long long)after.blocks, (long long)c->blocks);
+		if (c->at62 >= 0)
+			ck_assert_msg(after.at62 == c->at62, "%s: the byte at 2^62 is %d, want %d",
+				      c->what, after.at62, c->at62);
+		if (c->ranges)
+			ck_assert_msg(strcmp(after.ranges, c->ranges) == 0,
+				      "%s: user.volatile.ranges:\n%s\nwant:\n%s", c->what, after.ranges,
+				      c->ranges);
+		if (c->purged)
+			ck_assert_msg(strcmp(after.purged, c->purged) == 0,
+				      "%s: user.volatile.purged:\n%s\nwant:\n%s", c->what, after.purged,
+				      c->purged);
+		if (c->data >= 0) {
+			off_t d = lseek(fd, 0, SEEK_DATA);
+
+			ck_assert_msg(d == (off_t)c->data, "%s: SEEK_DATA from 0 gives %lld (%s), "
+				      "want %lld", c->what, (long long)d, d < 0 ? errname(errno) : "",
+				      (long long)c->data);
+		}
+	}
+	close(fd);
+	assert_alive(c->what);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
 /* Another user                                                                             */
 
 static int stat_mount(const void *arg)
@@ -1389,6 +1874,9 @@ static Suite *badinput_suite(bool as_nobody)
 		tc = tcase(s, "options", false);
 		tcase_add_loop_test(tc, options, 0, NROWS(ocases));
 	}
+	/* Last: a row that hangs leaves a daemon thread busy. */
+	tc = mtest_tcase(s, "sizes", mtest_setup, mtest_teardown, 60);
+	tcase_add_loop_test(tc, sizes, 0, NROWS(scases));
 	return s;
 }
 
