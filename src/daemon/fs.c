@@ -51,6 +51,7 @@ static void node_maybe_free(struct fs *fs, struct inode *n)
 
 int fs_init(struct fs *fs, const struct fs_config *cfg)
 {
+	bool was;
 	int ret;
 
 	memset(fs, 0, sizeof(*fs));
@@ -79,8 +80,12 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 	ret = itable_init(&fs->itable);
 	if (ret)
 		goto out_mem;
+	/* The root is charged but never refused: a daemon whose own RSS is
+	 * past a tiny limit must still mount (and can be given more room). */
+	was = meta_unlimited(true);
 	fs->root = inode_new(&fs->itable, S_IFDIR | (cfg->root_mode & 07777), cfg->root_uid,
 			     cfg->root_gid, 0);
+	meta_unlimited(was);
 	if (!fs->root) {
 		ret = -ENOMEM;
 		goto out_itable;
