@@ -23,6 +23,7 @@
 
 #include "evict.h"
 #include "fs.h"
+#include "mem.h"
 #include "notify.h"
 #include "opts.h"
 #include "ops.h"
@@ -189,6 +190,7 @@ int main(int argc, char *argv[])
 	char err[256];
 	int ret = 1;
 
+	mem_tune_malloc();
 	drop_mount_source(&argc, argv);
 	openlog("volatilefs", LOG_PID, LOG_DAEMON);
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);

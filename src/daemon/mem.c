@@ -183,6 +183,13 @@ void mem_meta_uncharge(struct mem *m, uint64_t bytes)
 	mem_unreserve(m, bytes);
 }
 
+void mem_tune_malloc(void)
+{
+	/* Failing leaves glibc's defaults: slower to give back, not wrong. */
+	mallopt(M_TRIM_THRESHOLD, MEM_MALLOC_TRIM);
+	mallopt(M_MMAP_THRESHOLD, MEM_MALLOC_TRIM);
+}
+
 bool mem_trim(struct mem *m, bool force)
 {
 	bool trim = force || atomic_load(&m->meta_freed) >= MEM_TRIM_BYTES;

@@ -254,6 +254,12 @@ check_back_to_idle()
 		echo "$vfs_test: not checked under $sanitizer: $1: VmRSS $rss_now KiB, idle $idle_kib KiB"
 		return 0
 	fi
+	if ((rss_now > idle_kib + margin_kib)); then
+		# What holds it, for whoever reads the log.
+		echo "$vfs_test: stats: $(getfattr --absolute-names --only-values -n user.volatile.stats "$VFS_TEST_DIR" | tr '\n' ' ')"
+		awk '/^[0-9a-f]+-/ { name = $6 } /^Rss:/ && $2 >= 512 { print "  " $2 " KiB " (name ? name : "[anon]") }' \
+			"/proc/$VFS_DAEMON_PID/smaps" 2> /dev/null | sort -rn | head -8
+	fi
 	((rss_now <= idle_kib + margin_kib)) ||
 		fail "$1: VmRSS is $rss_now KiB 10 s later, $(((rss_now - idle_kib) / mib_k)) MiB over idle ($idle_kib KiB); want within the margin of $margin_kib KiB"
 	ok "$1: VmRSS $rss_now KiB, within $margin_kib KiB of idle $idle_kib KiB"
