@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "meta.h"
 
 static struct fs fs;
 static const struct fs_cred cred = { .uid = 1000, .gid = 1000 };
@@ -26,6 +27,9 @@ static void setup(void)
 static void teardown(void)
 {
 	fs_destroy(&fs);
+	/* Everything given back: no metadata, no reservation left. */
+	ck_assert_uint_eq(meta_bytes(), 0);
+	ck_assert_uint_eq(atomic_load(&fs.mem.charged), 0);
 }
 
 static struct inode *mk(struct inode *dir, const char *name, mode_t mode)

@@ -548,6 +548,43 @@ START_TEST(pagemap_fill_bound_follows_entries_not_width)
 }
 END_TEST
 
+/* The levels a map needs to hold index i: the nodes on its path. */
+static unsigned levels_for(uint64_t i)
+{
+	unsigned h = 1;
+
+	while (h * PM_SHIFT < 64 && (i >> (h * PM_SHIFT)) != 0)
+		h++;
+	return h;
+}
+
+/*
+ * A sparse file costs nothing for its holes: a map holding one entry
+ * holds the nodes of its path and no more (fallocate of one page at
+ * 2^62 bytes should cost one page and those nodes).
+ */
+START_TEST(pagemap_lone_entry_holds_only_its_path)
+{
+	const uint64_t idx[] = { 0, 63, 64, 4095, 4096, 1ull << 30, 1ull << 40, 1ull << 50,
+				 PM_MAX_INDEX };
+
+	for (unsigned k = 0; k < sizeof(idx) / sizeof(idx[0]); k++) {
+		struct pagemap pm;
+
+		pagemap_init(&pm);
+		ck_assert_int_eq(pagemap_set(&pm, idx[k], PAGE(1), NULL), 0);
+		ck_assert_msg(pm.nnodes == levels_for(idx[k]),
+			      "a map holding only index %#llx has %llu nodes, its path is %u",
+			      (unsigned long long)idx[k], (unsigned long long)pm.nnodes,
+			      levels_for(idx[k]));
+		ck_assert_uint_eq(pm.height, levels_for(idx[k]));
+		ck_assert_uint_eq(pagemap_get(&pm, idx[k]), PAGE(1));
+		pagemap_clear(&pm, idx[k]);
+		ck_assert_uint_eq(pm.nnodes, 0);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pagemap");
@@ -572,6 +609,7 @@ int main(void)
 	tcase_add_test(tc, pagemap_fill_bound_worst_cases);
 	tcase_add_test(tc, pagemap_fill_bound_holds_for_random_fills);
 	tcase_add_test(tc, pagemap_fill_bound_follows_entries_not_width);
+	tcase_add_test(tc, pagemap_lone_entry_holds_only_its_path);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

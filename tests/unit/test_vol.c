@@ -5,11 +5,13 @@
 #include <check.h>
 #include <errno.h>
 #include <linux/falloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "evict.h"
 #include "fs.h"
+#include "meta.h"
 #include "vol.h"
 #include "volatilefs.h"
 #include "vxattr.h"
@@ -29,6 +31,9 @@ static void setup(void)
 static void teardown(void)
 {
 	fs_destroy(&fs);
+	/* Everything given back: no metadata, no reservation left. */
+	ck_assert_uint_eq(meta_bytes(), 0);
+	ck_assert_uint_eq(atomic_load(&fs.mem.charged), 0);
 }
 
 static struct inode *file_with(const char *name, size_t size)
@@ -442,6 +447,166 @@ START_TEST(ioctl_range_checks)
 }
 END_TEST
 
+/* ---- the cap on units past the end of a file (issue 10) ---- */
+
+/* Mark one-page units at pages first, first + 2, ... (count of them) in one call. */
+static int mark_pages(struct inode *n, uint64_t first, size_t count)
+{
+	struct vrange *r = calloc(count ? count : 1, sizeof(*r));
+	int ret;
+
+	for (size_t i = 0; i < count; i++) {
+		r[i].offset = (first + 2 * i) * PG;
+		r[i].length = PG;
+	}
+	ret = vol_mark(&fs, n, r, count, 3, false);
+	free(r);
+	return ret;
+}
+
+static void set_size(struct inode *n, uint64_t size)
+{
+	struct fs_setattr sa = { .valid = FS_SET_SIZE, .size = size };
+	struct stat st;
+
+	ck_assert_int_eq(fs_setattr(&fs, n, &sa, &st), 0);
+}
+
+START_TEST(units_past_eof_are_capped)
+{
+	struct inode *f = file_with("f", 0);
+	const uint64_t cap = VOL_UNITS_PAST_EOF, k = 100;
+	uint64_t next = 2 * cap; /* the first page after the units below */
+	char val[64];
+
+	/* The cap, in calls of 64 ranges: every unit apart, none absorbed. */
+	for (uint64_t i = 0; i < cap; i += 64)
+		ck_assert_int_eq(mark_pages(f, 2 * i, cap - i < 64 ? cap - i : 64), 0);
+	ck_assert_uint_eq(f->units.count, cap);
+	ck_assert_uint_eq(fs.lru.units, cap);
+	/* One more past the end: refused, nothing changes. */
+	ck_assert_int_eq(mark_pages(f, next, 1), -ENOSPC);
+	ck_assert_uint_eq(f->units.count, cap);
+	ck_assert_uint_eq(fs.lru.units, cap);
+	/* However it is asked: far away, unbounded, through the xattr. */
+	ck_assert_int_eq(mark_pages(f, 1ull << 40, 1), -ENOSPC);
+	{
+		struct vrange r = { next * PG, 0 };
+
+		ck_assert_int_eq(vol_mark(&fs, f, &r, 1, 3, false), -ENOSPC);
+	}
+	snprintf(val, sizeof(val), "%llu:4K", (unsigned long long)(next * PG));
+	ck_assert_int_eq(vset(f, "mark", val), -ENOSPC);
+	ck_assert_uint_eq(f->units.count, cap);
+	ck_assert_uint_eq(fs.lru.units, cap);
+
+	/* Growing the file brings k of them inside it. */
+	set_size(f, 2 * k * PG);
+	/* Inside the size: still allowed at the cap. */
+	ck_assert_int_eq(mark_pages(f, 1, 1), 0);
+	ck_assert_uint_eq(f->units.count, cap + 1);
+	/* A call with one range past the end too many fails whole ... */
+	ck_assert_int_eq(mark_pages(f, next, k + 1), -ENOSPC);
+	ck_assert_uint_eq(f->units.count, cap + 1);
+	/* ... and one with a range inside and one past the end, at the cap: neither is marked. */
+	ck_assert_int_eq(mark_pages(f, next, k), 0);
+	ck_assert_uint_eq(f->units.count, cap + 1 + k);
+	{
+		struct vrange r[2] = { { 3 * PG, PG }, { (next + 2 * k) * PG, PG } };
+
+		ck_assert_int_eq(vol_mark(&fs, f, r, 2, 3, false), -ENOSPC);
+		ck_assert_uint_eq(f->units.count, cap + 1 + k);
+		/* the one inside alone is fine */
+		ck_assert_int_eq(vol_mark(&fs, f, r, 1, 3, false), 0);
+		ck_assert_uint_eq(f->units.count, cap + 2 + k);
+	}
+	ck_assert_int_eq(mark_pages(f, next + 2 * k, 1), -ENOSPC);
+	ck_assert_uint_eq(fs.lru.units, cap + 2 + k);
+	/* Marks that add nothing past the end do not count against the cap. */
+	ck_assert_int_eq(mark_pages(f, 5, 10), 0);
+	ck_assert_uint_eq(f->units.count, cap + 12 + k);
+	/* The cap is per file. */
+	{
+		struct inode *g = file_with("g", 0);
+
+		ck_assert_int_eq(mark_pages(g, 0, 64), 0);
+		ck_assert_uint_eq(g->units.count, 64);
+	}
+}
+END_TEST
+
+/* Units past the end that go away make room again: unmarked, or the file grown over them. */
+START_TEST(units_past_eof_cap_counts_what_is_there_now)
+{
+	struct inode *f = file_with("f", 3 * PG);
+	const uint64_t cap = VOL_UNITS_PAST_EOF;
+	struct vrange all = { 0, 0 };
+	uint64_t bytes;
+	int purged;
+
+	for (uint64_t i = 0; i < cap; i += 128)
+		ck_assert_int_eq(mark_pages(f, 4 + 2 * i, 128), 0);
+	ck_assert_uint_eq(f->units.count, cap);
+	ck_assert_int_eq(mark_pages(f, 4 + 2 * cap, 1), -ENOSPC);
+	/* Within the size: fine at the cap. */
+	ck_assert_int_eq(mark_pages(f, 0, 2), 0);
+	ck_assert_uint_eq(f->units.count, cap + 2);
+	/* Unmarking everything frees the cap. */
+	ck_assert_int_eq(vol_unmark(&fs, f, &all, 1, &bytes, &purged), 0);
+	ck_assert_uint_eq(f->units.count, 0);
+	ck_assert_uint_eq(fs.lru.units, 0);
+	ck_assert_int_eq(mark_pages(f, 4 + 2 * cap, 64), 0);
+	ck_assert_uint_eq(f->units.count, 64);
+}
+END_TEST
+
+/*
+ * Units are metadata, charged against the limit: a flood of marks on a
+ * file whose size costs nothing ends in an error for the call, with
+ * the accounting within the limit (and metadata's slack).
+ */
+START_TEST(mark_flood_ends_at_the_limit)
+{
+	struct inode *f = file_with("f", 0);
+	struct inode *v = file_with("v", 1 << 20);
+	uint64_t units = 0, limit, before;
+	int ret = 0;
+
+	/* Volatile data elsewhere: purged for the units before a mark fails. */
+	ck_assert_int_eq(vset(v, "mark", "all"), 0);
+	set_size(f, 1ull << 50); /* a petabyte of holes: nothing paid for */
+	mem_reconcile(&fs.mem);
+	limit = mem_rss(&fs.mem) + (2u << 20);
+	mem_set_limit(&fs.mem, limit);
+	while (units < 2000000) {
+		ret = mark_pages(f, 2 * units, 256);
+		if (ret)
+			break;
+		units += 256;
+		ck_assert_uint_le(mem_rss(&fs.mem), limit + MEM_META_SLACK);
+	}
+	ck_assert_msg(ret == -ENOSPC || ret == -ENOMEM, "flood of %llu units: %d",
+		      (unsigned long long)units, ret);
+	ck_assert_uint_eq(f->units.count, units);
+	ck_assert_uint_gt(units, 1000); /* something fitted */
+	ck_assert_uint_eq(atomic_load(&fs.purged_bytes_total), 1 << 20);
+	ck_assert_uint_eq(atomic_load(&fs.lru.resident), 0);
+	ck_assert_uint_le(atomic_load(&fs.mem.charged) + (uint64_t)atomic_load(&fs.mem.base),
+			  limit + MEM_META_SLACK);
+	/* The failed call changed nothing; a second one fails the same way. */
+	before = atomic_load(&fs.mem.charged);
+	ret = mark_pages(f, 2 * units, 256);
+	ck_assert(ret == -ENOSPC || ret == -ENOMEM);
+	ck_assert_uint_eq(f->units.count, units);
+	ck_assert_uint_eq(atomic_load(&fs.mem.charged), before);
+	/* Unlinking gives it all back. */
+	ck_assert_int_eq(fs_unlink(&fs, fs.root, "f"), 0);
+	fs_forget(&fs, f, 1);
+	ck_assert_uint_eq(fs.lru.units, 1); /* v's */
+	ck_assert_uint_lt(atomic_load(&fs.mem.charged), before);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vol");
@@ -450,6 +615,7 @@ int main(void)
 	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, mark_shows_units_sorted_with_flags);
 	tcase_add_test(tc, overlapping_mark_absorbs_touching_stays);
 	tcase_add_test(tc, unmark_splits_and_reports_bytes_and_purged);
@@ -470,6 +636,9 @@ int main(void)
 	tcase_add_test(tc, stats_and_memory_limit_on_the_root);
 	tcase_add_test(tc, unlinking_a_file_drops_its_units);
 	tcase_add_test(tc, ioctl_range_checks);
+	tcase_add_test(tc, units_past_eof_are_capped);
+	tcase_add_test(tc, units_past_eof_cap_counts_what_is_there_now);
+	tcase_add_test(tc, mark_flood_ends_at_the_limit);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
