@@ -131,10 +131,16 @@ int pagemap_set(struct pagemap *pm, uint64_t index, uintptr_t entry, uintptr_t *
 	if (index > PM_MAX_INDEX || !entry)
 		return -EINVAL;
 	if (!pm->root) {
+		/* Tall enough for index at once: growing from height 1 would
+		 * leave a chain of empty nodes under slot 0. */
+		unsigned h = 1;
+
+		while (index > height_max(h))
+			h++;
 		pm->root = node_new(pm);
 		if (!pm->root)
 			return -ENOMEM;
-		pm->height = 1;
+		pm->height = h;
 	}
 	while (index > height_max(pm->height)) {
 		struct pm_node *top = node_new(pm);

@@ -36,11 +36,11 @@ struct volatilefs_extent;
 int vol_check_range(uint64_t offset, uint64_t length, struct vrange *out);
 
 /*
- * A file may hold at most this many units that start at or past its end
- * (units within its size are bounded by its pages: each holds one at
- * least).  What a unit past the end holds back is nothing the user paid
- * for, so a flood of them is refused (-ENOSPC) instead of growing the
- * daemon's metadata without bound.
+ * A file may hold at most this many units that start at or past its end.
+ * What a unit past the end holds back is nothing the user asked the file
+ * to hold, so a flood of them is refused (-ENOSPC).  Units inside the
+ * size (of a sparse file too) are bounded by the memory limit alone:
+ * every unit is metadata, charged like data (meta.h).
  */
 #define VOL_UNITS_PAST_EOF 4096
 
