@@ -123,6 +123,18 @@ static bool over(uint64_t limit, uint64_t base, uint64_t cur, uint64_t bytes, ui
 	       cur > limit - base - bytes - slack;
 }
 
+/* Add bytes to charged unless base + charged + bytes would pass limit. */
+static int charge_under(struct mem *m, uint64_t limit, uint64_t base, uint64_t bytes)
+{
+	uint64_t cur = atomic_load(&m->charged);
+
+	do {
+		if (over(limit, base, cur, bytes, 0))
+			return -ENOSPC;
+	} while (!atomic_compare_exchange_weak(&m->charged, &cur, cur + bytes));
+	return 0;
+}
+
 int mem_reserve(struct mem *m, uint64_t bytes)
 {
 	uint64_t limit = atomic_load_explicit(&m->limit, memory_order_relaxed);
@@ -139,11 +151,7 @@ int mem_reserve(struct mem *m, uint64_t bytes)
 		mem_reconcile(m);
 		base = (uint64_t)atomic_load(&m->base);
 	}
-	do {
-		if (over(limit, base, cur, bytes, 0))
-			return -ENOSPC;
-	} while (!atomic_compare_exchange_weak(&m->charged, &cur, cur + bytes));
-	return 0;
+	return charge_under(m, limit, base, bytes);
 }
 
 void mem_unreserve(struct mem *m, uint64_t bytes)
@@ -164,14 +172,9 @@ int mem_meta_charge(struct mem *m, uint64_t bytes)
 {
 	uint64_t limit = atomic_load_explicit(&m->limit, memory_order_relaxed) + MEM_META_SLACK;
 	uint64_t base = (uint64_t)atomic_load_explicit(&m->base, memory_order_relaxed);
-	uint64_t cur = atomic_load(&m->charged);
 
-	if (FAULT("volatilefs/reserve"))
+	if (FAULT("volatilefs/reserve") || charge_under(m, limit, base, bytes) < 0)
 		return -ENOSPC;
-	do {
-		if (over(limit, base, cur, bytes, 0))
-			return -ENOSPC;
-	} while (!atomic_compare_exchange_weak(&m->charged, &cur, cur + bytes));
 	atomic_fetch_add(&m->meta, bytes);
 	return 0;
 }
