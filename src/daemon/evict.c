@@ -25,6 +25,10 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 	bool was;
 	int ret = 0;
 
+	/* What the notifier will need, first: after the purge, queueing
+	 * its invalidation cannot fail (notify.h). */
+	if (fs->hooks.prepare && (ret = fs->hooks.prepare(fs->hooks.ctx, n)) < 0)
+		return ret;
 	/* The extent this may add is charged past the limit: a purge is how
 	 * memory comes back, so it must not fail for want of it. */
 	was = meta_unlimited(true);
@@ -40,20 +44,11 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 	page_batch_flush(&b);
 	atomic_fetch_add(&fs->purges_total, 1);
 	atomic_fetch_add(&fs->purged_bytes_total, n->purged.bytes - before);
+	/* The kernel drops its pages, then the poll waiters are woken:
+	 * POLLPRI is up only once that was delivered.  length 0: to the end. */
 	if (fs->hooks.purged)
-		/* length 0: to the end of the file */
 		n->inval_seq = fs->hooks.purged(fs->hooks.ctx, n, start,
 						unbounded ? 0 : (u->end - u->start) * PG);
-	/* Wake every poller of the file: POLLPRI is up now. */
-	for (struct ofile *of = n->open_files; of; of = of->next) {
-		if (!of->poll_handle)
-			continue;
-		if (fs->hooks.wake)
-			fs->hooks.wake(fs->hooks.ctx, of->poll_handle);
-		else if (fs->hooks.poll_free)
-			fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
-		of->poll_handle = NULL;
-	}
 	return (int64_t)freed;
 }
 
@@ -273,10 +268,39 @@ void evict_check(struct fs *fs)
 		evict_to(fs, atomic_load(&fs->mem.low));
 }
 
+void evict_probe(struct fs *fs)
+{
+	struct unit *v[EVICT_PROBE_MAX];
+	size_t nv;
+
+	if (!fs->hooks.purged)
+		return;
+	pthread_mutex_lock(&fs->evict_lock);
+	pthread_rwlock_rdlock(&fs->ns_lock);
+	nv = lru_probe_pick(&fs->lru, v, EVICT_PROBE_MAX);
+	for (size_t i = 0; i < nv; i++) {
+		struct inode *n = v[i]->inode; /* alive: ns_lock */
+
+		pthread_rwlock_wrlock(&n->lock);
+		if (lru_unpin(&fs->lru, v[i]) && v[i]->resident &&
+		    (!fs->hooks.prepare || fs->hooks.prepare(fs->hooks.ctx, n) == 0)) {
+			uint64_t len = v[i]->end == UNIT_UNBOUNDED ? 0 :
+				       (v[i]->end - v[i]->start) * PG;
+
+			/* Only the kernel's copy goes; the unit keeps its data. */
+			fs->hooks.purged(fs->hooks.ctx, n, v[i]->start * PG, len);
+		}
+		pthread_rwlock_unlock(&n->lock);
+	}
+	pthread_rwlock_unlock(&fs->ns_lock);
+	pthread_mutex_unlock(&fs->evict_lock);
+}
+
 static void *monitor_main(void *arg)
 {
 	struct fs *fs = arg;
 	struct timespec ts;
+	unsigned ticks = 0;
 
 	pthread_mutex_lock(&fs->monitor_lock);
 	while (!fs->monitor_stop) {
@@ -293,6 +317,8 @@ static void *monitor_main(void *arg)
 		/* Freed metadata back to the kernel, then the kernel's figure. */
 		mem_trim(&fs->mem, mem_rss(&fs->mem) > atomic_load(&fs->mem.limit));
 		evict_check(fs);
+		if (++ticks % (EVICT_PROBE_MS / EVICT_MONITOR_MS) == 0)
+			evict_probe(fs);
 		pthread_mutex_lock(&fs->monitor_lock);
 	}
 	pthread_mutex_unlock(&fs->monitor_lock);

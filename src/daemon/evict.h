@@ -6,8 +6,8 @@
  * arena gives them back to the kernel, so RSS falls), adds the unit's
  * bytes within the file's size to the file's purged set, leaves the
  * unit volatile, and hands the host (the FUSE glue) the byte range so
- * the kernel drops its cached pages there, and the file's poll waiter
- * so it wakes.
+ * the kernel drops its cached pages there; the file's poll waiters are
+ * woken once it has (notify.h).
  *
  * Who purges:
  *   - the write path, when a write needs memory the limit does not allow
@@ -37,6 +37,17 @@ struct inode;
 struct unit;
 
 #define EVICT_MONITOR_MS 100
+
+/*
+ * Recency that sees the kernel's own reads (units.h): every
+ * EVICT_PROBE_MS the monitor thread probes up to EVICT_PROBE_MAX of the
+ * coldest units that the kernel may cache: their cached pages are
+ * dropped (through the same hook as a purge's), their data stays, and a
+ * read of them then reaches the daemon and makes them most recently used.
+ */
+#define EVICT_PROBE_MS 1000
+#define EVICT_PROBE_MAX 64
+void evict_probe(struct fs *fs);
 
 /*
  * Purge unit u of n; caller holds n's lock for writing.  Returns the

@@ -989,13 +989,18 @@ bool fs_auto_unlink_locked(struct fs *fs, struct inode *n)
 
 	if (!S_ISREG(n->mode) || !n->auto_unlink || !e || n->nlink != 1)
 		return false;
-	pthread_rwlock_rdlock(&n->lock);
+	/* Under n's lock, so that an open either came first (and the file
+	 * is skipped) or is refused (fs_open_attach). */
+	pthread_rwlock_wrlock(&n->lock);
 	open = n->nopen > 0;
+	if (!open && fs->hooks.unlinking &&
+	    fs->hooks.unlinking(fs->hooks.ctx, dir, n, e->name) < 0)
+		open = true; /* out of memory: it keeps its name */
+	if (!open)
+		n->purge_unlinked = true;
 	pthread_rwlock_unlock(&n->lock);
 	if (open)
 		return false; /* a later purge may take it once it is closed */
-	if (fs->hooks.unlinked)
-		fs->hooks.unlinked(fs->hooks.ctx, dir, n, e->name);
 	n->link1 = NULL;
 	dir_remove(&dir->dir.entries, e);
 	dir_changed(dir);
@@ -1025,20 +1030,28 @@ void fs_ofile_discard(struct fs *fs, struct ofile *of)
 	meta_free(of);
 }
 
-void fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags)
+int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags)
 {
 	(void)fs;
 	of->inode = n;
 	of->flags = flags;
 	if (!S_ISREG(n->mode))
-		return; /* not listed: only files are purged */
+		return 0; /* not listed: only files are purged */
 	pthread_rwlock_wrlock(&n->lock);
+	if (n->purge_unlinked) {
+		/* Reached through a dentry the kernel has not yet dropped:
+		 * ESTALE makes the VFS look the name up again (and create
+		 * it anew under O_CREAT). */
+		pthread_rwlock_unlock(&n->lock);
+		return -ESTALE;
+	}
 	of->next = n->open_files;
 	if (of->next)
 		of->next->prev = of;
 	n->open_files = of;
 	n->nopen++;
 	pthread_rwlock_unlock(&n->lock);
+	return 0;
 }
 
 void fs_release_file(struct fs *fs, struct ofile *of)
@@ -1066,12 +1079,14 @@ bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old)
 	struct inode *n = of->inode;
 	bool purged;
 
-	(void)fs;
 	*old = NULL;
 	if (!S_ISREG(n->mode))
 		return false;
 	pthread_rwlock_wrlock(&n->lock);
-	purged = !extset_empty(&n->purged);
+	/* Up once the kernel has dropped the purged pages: the waiter kept
+	 * here is woken then (notify.h). */
+	purged = !extset_empty(&n->purged) &&
+		 (!fs->hooks.delivered || fs->hooks.delivered(fs->hooks.ctx, n, n->inval_seq));
 	if (ph) {
 		*old = of->poll_handle;
 		of->poll_handle = ph;

@@ -54,21 +54,35 @@ struct fs_config {
 struct fs_hooks {
 	void *ctx;
 	/*
+	 * Before a purge of n: make sure that what it will queue can be
+	 * queued (allocate n's record).  Zero or -ENOMEM, and then the purge
+	 * does not happen.  n locked for writing.
+	 */
+	int (*prepare)(void *ctx, struct inode *n);
+	/*
 	 * A purge discarded bytes [off, off + len) of n (len 0: to the
-	 * end): have the kernel drop its cached pages there.  Called with
-	 * n's lock held, so it may only queue the work.  Returns a sequence
-	 * number for wait().
+	 * end): have the kernel drop its cached pages there, and then wake
+	 * n's poll waiters.  Called with n's lock held, after prepare(), so
+	 * it only queues and cannot fail.  Returns the purge's sequence
+	 * number (never lower than an earlier one).
 	 */
 	uint64_t (*purged)(void *ctx, struct inode *n, uint64_t off, uint64_t len);
-	/* Wake a poll waiter (the hook owns the handle now).  May only queue. */
-	void (*wake)(void *ctx, void *poll_handle);
 	/*
-	 * The daemon removed name from dir (child was the node it named):
-	 * the kernel must forget the dentry.  May only queue.
+	 * The daemon is removing name from dir (child is the node it names)
+	 * after a purge: the kernel must forget the dentry.  Zero, or
+	 * -ENOMEM and the name must stay.  Only queues.
 	 */
-	void (*unlinked)(void *ctx, struct inode *dir, struct inode *child, const char *name);
-	/* Return once every notification up to seq was delivered.  No lock held. */
-	void (*wait)(void *ctx, uint64_t seq);
+	int (*unlinking)(void *ctx, struct inode *dir, struct inode *child, const char *name);
+	/*
+	 * The answer being computed on this thread reports the state of n
+	 * as of sequence number seq (0: all n has queued now): its reply
+	 * waits until that was delivered (notify.h).  No lock held.
+	 */
+	void (*depend)(void *ctx, struct inode *n, uint64_t seq);
+	/* The answer reports every purge so far, of any file. */
+	void (*depend_all)(void *ctx);
+	/* Was everything of n up to seq delivered?  (POLLPRI waits for it.) */
+	bool (*delivered)(void *ctx, struct inode *n, uint64_t seq);
 	/* Free a poll handle that will never be woken. */
 	void (*poll_free)(void *ctx, void *poll_handle);
 };
@@ -218,11 +232,13 @@ void fs_put_locked(struct fs *fs, struct inode *n);
  * Opening n, in two steps: the open description is allocated first
  * (fs_ofile_new: NULL when out of memory), before a create or an O_TRUNC
  * changes anything, so nothing can fail after the change; then attached
- * to n.  An unused one goes back with fs_ofile_discard.
+ * to n.  An unused one goes back with fs_ofile_discard.  Attaching fails
+ * only for a file whose name a purge removed (auto=unlink): -ESTALE, and
+ * the VFS looks the name up again (SPEC section 8).
  */
 struct ofile *fs_ofile_new(struct fs *fs);
 void fs_ofile_discard(struct fs *fs, struct ofile *of);
-void fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags);
+int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags);
 /* The last close of an open description. */
 void fs_release_file(struct fs *fs, struct ofile *of);
 

@@ -72,6 +72,8 @@ static void inode_release_contents(struct inode *n, void (*release)(void *page, 
 		pagemap_destroy(&n->pages, release, ctx);
 		units_free_all(&n->units);
 		extset_clear(&n->purged);
+		/* Idle by now: undelivered work holds the node (notify.h). */
+		meta_free(n->inval);
 	}
 	else if (S_ISDIR(n->mode))
 		dir_clear(&n->dir.entries);

@@ -45,6 +45,7 @@
 #include "xattr.h"
 
 struct inode;
+struct inval;
 
 /*
  * An open description of a regular file (the fh of a FUSE open): its
@@ -89,7 +90,13 @@ struct inode {
 			bool auto_unlink;
 			struct dirent_node *link1;
 			struct inode *link1_dir;
+			/* auto=unlink: a purge removed its name; opens
+			 * through a stale dentry are refused (SPEC 8). */
+			bool purge_unlinked;
 			uint64_t inval_seq;   /* the notifier's sequence of the last purge */
+			/* What the kernel is yet to be told (notify.h): set
+			 * once under the notifier's lock, freed with the node. */
+			struct inval *inval;
 		};
 		struct {
 			struct dir entries;   /* under fs->ns_lock */

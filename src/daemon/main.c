@@ -314,9 +314,10 @@ int main(int argc, char *argv[])
 		if (!lcfg)
 			goto out_pressure;
 		fuse_loop_cfg_set_clone_fd(lcfg, copts.clone_fd);
-		/* Reports of a purge wait for the notifier, which may wait for
-		 * reads and write-backs that need a worker thread: leave room
-		 * above libfuse's default of 10 (max_threads= still rules). */
+		/* No request waits for the notifier (its replies are parked),
+		 * but an invalidation in flight makes the reads filling the
+		 * pages it locks wait, and needs write-backs served: leave
+		 * room above libfuse's default of 10 (max_threads= rules). */
 		fuse_loop_cfg_set_max_threads(lcfg, copts.max_threads == 10 ? 64 : copts.max_threads);
 		ret = fuse_session_loop_mt(se, lcfg);
 		fuse_loop_cfg_destroy(lcfg);
@@ -359,10 +360,8 @@ out_pressure:
 	evict_monitor_stop(&fs);
 out_notifier:
 	notifier_stop(&nt, -1);
-	fs.hooks.purged = NULL;
-	fs.hooks.wake = NULL;
-	fs.hooks.unlinked = NULL;
-	fs.hooks.wait = NULL;
+	/* Nothing queues from here; poll handles left are still freed. */
+	fs.hooks = (struct fs_hooks){ .ctx = fs.hooks.ctx, .poll_free = fs.hooks.poll_free };
 out_unmount:
 	ops_thread_cleanup();
 	fuse_session_unmount(se); /* does nothing the second time */

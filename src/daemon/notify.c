@@ -1,9 +1,6 @@
 /*
- * notify.c - the notifier thread; see notify.h.
+ * notify.c - the notifier; see notify.h.
  */
-#define FUSE_USE_VERSION 312
-#include <fuse_lowlevel.h>
-
 #include "notify.h"
 
 #include <errno.h>
@@ -13,221 +10,574 @@
 #include <time.h>
 
 #include "fs.h"
+#include "meta.h"
 
-struct nevent {
-	struct nevent *next;
-	uint64_t seq;
-	fuse_ino_t ino;
-	off_t off, len;              /* len 0: to the end */
-	struct fuse_pollhandle *ph;  /* may be NULL */
-	fuse_ino_t parent;           /* a removed name: parent, ino = child */
-	char *name;
+/* What one file has to tell the kernel (notify.h).  Under notifier->lock. */
+struct inval {
+	struct inode *n;
+	struct inval *next_ready;
+	/* The pending part (taken by the next delivery) and the part in
+	 * flight: each on nt->undelivered while it has work, keyed by its
+	 * oldest sequence number.  seq 0: inactive. */
+	struct seqlink pend, fly;
+	uint64_t lo, hi;          /* pending bytes [lo, hi); hi UINT64_MAX: to the end */
+	bool has_range;           /* the pending part invalidates data */
+	fuse_ino_t del_parent;    /* the pending part deletes del_name in it */
+	char *del_name;
+	uint64_t pend_last;       /* newest sequence number pending */
+	uint64_t fly_last;        /* newest in flight */
+	uint64_t done;            /* newest delivered */
+	struct parked *parked;    /* requests waiting for this file */
+	bool queued, inflight, held;
 };
 
-static void deliver(struct notifier *nt, struct nevent *ev)
-{
-	int ret = 0;
+enum reply_kind { R_ERR, R_XATTR, R_IOCTL };
 
-	if (ev->name)
-		ret = fuse_lowlevel_notify_delete(nt->se, ev->parent, ev->ino, ev->name,
-						  strlen(ev->name));
-	else if (ev->ino)
-		ret = fuse_lowlevel_notify_inval_inode(nt->se, ev->ino, ev->off, ev->len);
-
-	/* ENOENT: the kernel has no inode (nothing cached); ENODEV, EBADF:
-	 * unmounting.  Neither leaves stale data to worry about. */
-	if (ret < 0 && ret != -ENOENT && ret != -ENODEV && ret != -EBADF)
-		fprintf(stderr, "volatilefs: cache invalidation after a purge failed: %s\n",
-			strerror(-ret));
-	if (ev->ph) {
-		fuse_lowlevel_notify_poll(ev->ph);
-		fuse_pollhandle_destroy(ev->ph);
-	}
-}
-
-static void *notifier_main(void *arg)
-{
-	struct notifier *nt = arg;
-
-	pthread_mutex_lock(&nt->lock);
-	for (;;) {
-		struct nevent *ev = nt->head;
-		bool stopping;
-
-		if (!ev) {
-			if (nt->stop)
-				break;
-			pthread_cond_wait(&nt->work, &nt->lock);
-			continue;
-		}
-		nt->head = ev->next;
-		if (!nt->head)
-			nt->tail = NULL;
-		stopping = nt->stop;
-		pthread_mutex_unlock(&nt->lock);
-		if (stopping) {
-			/* The session loop is over: nothing serves the
-			 * kernel, and the caches go with the mount.  Writing
-			 * to the device now could only block or fail. */
-			if (ev->ph)
-				fuse_pollhandle_destroy(ev->ph);
-		} else {
-			deliver(nt, ev);
-		}
-		pthread_mutex_lock(&nt->lock);
-		nt->done_seq = ev->seq;
-		pthread_cond_broadcast(&nt->done);
-		free(ev->name);
-		free(ev);
-	}
-	pthread_mutex_unlock(&nt->lock);
-	return NULL;
-}
-
-/* Queue an event; its sequence number, or 0 when it could not be queued. */
-static uint64_t enqueue(struct notifier *nt, fuse_ino_t ino, uint64_t off, uint64_t len,
-			struct fuse_pollhandle *ph)
-{
-	struct nevent *ev = calloc(1, sizeof(*ev));
+/* A reply waiting for seq to be delivered. */
+struct parked {
+	struct parked *next;
+	fuse_req_t req;
 	uint64_t seq;
+	enum reply_kind kind;
+	int err;
+	long len;          /* R_XATTR: value length or -errno */
+	size_t size;       /* R_XATTR: the caller's buffer size (0: probe) */
+	size_t cap;        /* bytes of buf */
+	char buf[];
+};
 
-	pthread_mutex_lock(&nt->lock);
-	if (!ev || nt->stop) {
-		pthread_mutex_unlock(&nt->lock);
-		if (!ev)
-			fprintf(stderr, "volatilefs: out of memory queueing a notification\n");
-		if (ph)
-			fuse_pollhandle_destroy(ph);
-		free(ev);
-		return 0;
-	}
-	ev->seq = seq = ++nt->next_seq;
-	ev->ino = ino;
-	ev->off = (off_t)off;
-	ev->len = (off_t)len;
-	ev->ph = ph;
-	if (nt->tail)
-		nt->tail->next = ev;
-	else
-		nt->head = ev;
-	nt->tail = ev;
-	pthread_cond_signal(&nt->work);
-	pthread_mutex_unlock(&nt->lock);
-	return seq;
-}
-
-static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t len)
-{
-	return enqueue(ctx, (fuse_ino_t)(uintptr_t)n, off, len, NULL);
-}
-
-static void hook_wake(void *ctx, void *ph)
-{
-	enqueue(ctx, 0, 0, 0, ph);
-}
+/* What the request on this thread depends on (fs_hooks depend calls). */
+static __thread struct {
+	struct notifier *nt;
+	struct parked *rec;   /* preallocated by notify_report_begin */
+	struct inode *n;      /* a file's records up to seq */
+	uint64_t seq;
+	uint64_t all_seq;     /* every record up to all_seq; 0: none */
+} cur;
 
 static fuse_ino_t nodeid(struct fs *fs, struct inode *n)
 {
 	return n == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
 }
 
-static void hook_unlinked(void *ctx, struct inode *dir, struct inode *child, const char *name)
+static void seq_append(struct notifier *nt, struct seqlink *l, struct inval *owner,
+		       uint64_t seq)
+{
+	l->owner = owner;
+	l->seq = seq;
+	l->next = &nt->undelivered;
+	l->prev = nt->undelivered.prev;
+	l->prev->next = l;
+	nt->undelivered.prev = l;
+}
+
+static void seq_remove(struct seqlink *l)
+{
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->prev = l->next = NULL;
+	l->seq = 0;
+}
+
+/* Put `to` where `from` is in the list (its key moves with it). */
+static void seq_replace(struct seqlink *from, struct seqlink *to)
+{
+	*to = *from;
+	to->prev->next = to;
+	to->next->prev = to;
+	from->prev = from->next = NULL;
+	from->seq = 0;
+}
+
+/* Every sequence number up to this one was delivered. */
+static uint64_t watermark(const struct notifier *nt)
+{
+	const struct seqlink *first = nt->undelivered.next;
+
+	return first == &nt->undelivered ? nt->next_seq : first->seq - 1;
+}
+
+static void make_ready(struct notifier *nt, struct inval *r)
+{
+	if (r->queued || r->inflight || nt->stop)
+		return;
+	r->queued = true;
+	r->next_ready = NULL;
+	if (nt->ready_tail)
+		nt->ready_tail->next_ready = r;
+	else
+		nt->ready = r;
+	nt->ready_tail = r;
+	pthread_cond_signal(&nt->work);
+}
+
+/* A new sequence number for pending work on r.  nt locked. */
+static uint64_t pend_seq(struct notifier *nt, struct inval *r)
+{
+	uint64_t seq = ++nt->next_seq;
+
+	if (!r->pend.seq)
+		seq_append(nt, &r->pend, r, seq);
+	r->pend_last = seq;
+	if (!r->held) {
+		/* The node outlives its undelivered work (notify.h). */
+		fs_hold(r->n);
+		r->held = true;
+	}
+	return seq;
+}
+
+/* ---- the hooks (fs.h) ---- */
+
+static int hook_prepare(void *ctx, struct inode *n)
 {
 	struct notifier *nt = ctx;
-	struct nevent *ev = calloc(1, sizeof(*ev));
-	char *copy = strdup(name);
+	struct inval *r;
+	bool have, was;
 
 	pthread_mutex_lock(&nt->lock);
-	if (!ev || !copy || nt->stop) {
-		pthread_mutex_unlock(&nt->lock);
-		if (!ev || !copy)
-			fprintf(stderr, "volatilefs: out of memory queueing a notification\n");
-		free(ev);
-		free(copy);
+	have = n->inval != NULL;
+	pthread_mutex_unlock(&nt->lock);
+	if (have)
+		return 0;
+	/* Charged like the extent a purge adds, past the limit: a purge
+	 * must not fail for want of memory (meta.h). */
+	was = meta_unlimited(true);
+	r = meta_calloc(sizeof(*r));
+	meta_unlimited(was);
+	if (!r)
+		return -ENOMEM;
+	r->n = n;
+	pthread_mutex_lock(&nt->lock);
+	if (!n->inval) {
+		n->inval = r;
+		r = NULL;
+	}
+	pthread_mutex_unlock(&nt->lock);
+	meta_free(r);
+	return 0;
+}
+
+static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t len)
+{
+	struct notifier *nt = ctx;
+	uint64_t end = len && len <= UINT64_MAX - off ? off + len : UINT64_MAX;
+	struct inval *r;
+	uint64_t seq;
+
+	pthread_mutex_lock(&nt->lock);
+	r = n->inval; /* prepared before the purge */
+	if (!r->pend.seq || !r->has_range) {
+		r->lo = off;
+		r->hi = end;
+		r->has_range = true;
+	} else {
+		if (off < r->lo)
+			r->lo = off;
+		if (end > r->hi)
+			r->hi = end;
+	}
+	seq = pend_seq(nt, r);
+	make_ready(nt, r);
+	pthread_mutex_unlock(&nt->lock);
+	return seq;
+}
+
+static int hook_unlinking(void *ctx, struct inode *dir, struct inode *child, const char *name)
+{
+	struct notifier *nt = ctx;
+	char *copy;
+	struct inval *r;
+	int ret = hook_prepare(ctx, child);
+
+	if (ret)
+		return ret;
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	pthread_mutex_lock(&nt->lock);
+	r = child->inval;
+	free(r->del_name); /* none: a node is unlinked by a purge once */
+	r->del_parent = nodeid(nt->fs, dir);
+	r->del_name = copy;
+	pend_seq(nt, r);
+	make_ready(nt, r);
+	pthread_mutex_unlock(&nt->lock);
+	return 0;
+}
+
+/* The newest sequence number of n's record, 0 if it has none.  nt locked. */
+static uint64_t newest(const struct inode *n)
+{
+	const struct inval *r = n->inval;
+
+	if (!r)
+		return 0;
+	if (r->pend.seq)
+		return r->pend_last;
+	return r->inflight ? r->fly_last : r->done;
+}
+
+static void hook_depend(void *ctx, struct inode *n, uint64_t seq)
+{
+	struct notifier *nt = ctx;
+
+	if (cur.nt != nt)
+		return; /* not a reporting request (notify_report_begin) */
+	pthread_mutex_lock(&nt->lock);
+	if (!seq)
+		seq = newest(n);
+	pthread_mutex_unlock(&nt->lock);
+	if (!seq)
+		return;
+	if (cur.n && cur.n != n) {
+		/* Two files in one answer (none today): wait for all. */
+		uint64_t m = cur.seq > seq ? cur.seq : seq;
+
+		if (m > cur.all_seq)
+			cur.all_seq = m;
 		return;
 	}
-	ev->seq = ++nt->next_seq;
-	ev->parent = nodeid(nt->fs, dir);
-	ev->ino = nodeid(nt->fs, child);
-	ev->name = copy;
-	if (nt->tail)
-		nt->tail->next = ev;
-	else
-		nt->head = ev;
-	nt->tail = ev;
-	pthread_cond_signal(&nt->work);
-	pthread_mutex_unlock(&nt->lock);
+	cur.n = n;
+	if (seq > cur.seq)
+		cur.seq = seq;
 }
 
-/*
- * Reporters wait in request handlers, on worker threads, while the
- * invalidation they wait for may itself need a worker: invalidating a
- * dirty shared mapping launders it with a WRITE request.  So the waiters
- * may never hold all the workers (faults.sh: 80 reporters against a
- * dirty mapping deadlocked 64 workers).  At most NOTIFY_MAX_WAITERS wait,
- * each at most NOTIFY_WAIT_MS; the others wait NOTIFY_OVERFLOW_MS at
- * most.  A report that times out goes out before the kernel has dropped
- * the discarded pages: a liveness-over-ordering choice that only such an
- * overload can reach.
- */
-#define NOTIFY_MAX_WAITERS 16
-#define NOTIFY_WAIT_MS 5000
-#define NOTIFY_OVERFLOW_MS 200
-#define NOTIFY_SLICE_MS 50
-
-static bool timespec_before(const struct timespec *a, const struct timespec *b)
-{
-	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
-/* The time ms milliseconds from now on clock clk. */
-static struct timespec time_in(clockid_t clk, long ms)
-{
-	struct timespec t;
-
-	clock_gettime(clk, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
-static void hook_wait(void *ctx, uint64_t seq)
+static void hook_depend_all(void *ctx)
 {
 	struct notifier *nt = ctx;
-	struct timespec deadline;
-	long ms;
+
+	if (cur.nt != nt)
+		return;
+	pthread_mutex_lock(&nt->lock);
+	cur.all_seq = nt->next_seq;
+	pthread_mutex_unlock(&nt->lock);
+}
+
+static bool delivered_locked(const struct inode *n, uint64_t seq)
+{
+	return !n->inval || n->inval->done >= seq;
+}
+
+static bool hook_delivered(void *ctx, struct inode *n, uint64_t seq)
+{
+	struct notifier *nt = ctx;
+	bool ret;
 
 	pthread_mutex_lock(&nt->lock);
-	if (nt->done_seq >= seq || nt->stop)
-		goto out_unlock;
-	ms = nt->waiters < NOTIFY_MAX_WAITERS ? NOTIFY_WAIT_MS : NOTIFY_OVERFLOW_MS;
-	deadline = time_in(CLOCK_MONOTONIC, ms);
-	nt->waiters++;
-	/* In slices: once the session is exiting (SIGTERM), the loop waits
-	 * for every worker, and a WRITE the notifier may need is served by
-	 * none, so stop waiting at once. */
-	while (nt->done_seq < seq && !nt->stop && !fuse_session_exited(nt->se)) {
-		struct timespec slice = time_in(CLOCK_MONOTONIC, NOTIFY_SLICE_MS);
-
-		if (timespec_before(&deadline, &slice))
-			slice = deadline;
-		if (pthread_cond_timedwait(&nt->done, &nt->lock, &slice) == ETIMEDOUT &&
-		    !timespec_before(&slice, &deadline))
-			break;
-	}
-	nt->waiters--;
-out_unlock:
+	ret = delivered_locked(n, seq);
 	pthread_mutex_unlock(&nt->lock);
+	return ret;
 }
 
 static void hook_poll_free(void *ctx, void *ph)
 {
 	(void)ctx;
 	fuse_pollhandle_destroy(ph);
+}
+
+/* ---- replies ---- */
+
+static void reply_now(struct parked *p)
+{
+	switch (p->kind) {
+	case R_ERR:
+		fuse_reply_err(p->req, p->err);
+		break;
+	case R_XATTR:
+		if (p->len < 0)
+			fuse_reply_err(p->req, (int)-p->len);
+		else if (p->size == 0)
+			fuse_reply_xattr(p->req, (size_t)p->len);
+		else
+			fuse_reply_buf(p->req, p->buf, (size_t)p->len);
+		break;
+	case R_IOCTL:
+		if (p->err)
+			fuse_reply_err(p->req, p->err);
+		else
+			fuse_reply_ioctl(p->req, 0, p->buf, (size_t)p->len);
+		break;
+	}
+	free(p);
+}
+
+static void reply_list(struct parked *p)
+{
+	while (p) {
+		struct parked *next = p->next;
+
+		reply_now(p);
+		p = next;
+	}
+}
+
+/* Forget the request's dependencies and free its unused record. */
+static void cur_reset(void)
+{
+	free(cur.rec);
+	memset(&cur, 0, sizeof(cur));
+}
+
+int notify_report_begin(struct notifier *nt)
+{
+	cur_reset();
+	/* The reply of a setxattr or an ioctl that changed state must not be
+	 * refused afterwards, so its record exists before (ioctl arguments
+	 * are at most a few KiB; they get room when they are replied). */
+	cur.rec = calloc(1, sizeof(*cur.rec));
+	if (!cur.rec)
+		return -ENOMEM;
+	cur.nt = nt;
+	return 0;
+}
+
+/* Reply with p now, or park it until what the request depends on is delivered. */
+static void park_or_reply(struct notifier *nt, fuse_req_t req, struct parked *p)
+{
+	bool now = true;
+
+	p->req = req;
+	if (cur.nt == nt && (cur.seq || cur.all_seq)) {
+		pthread_mutex_lock(&nt->lock);
+		if (nt->stop) {
+			now = true; /* nothing will be delivered: see notifier_stop */
+		} else if (cur.all_seq) {
+			uint64_t seq = cur.all_seq > cur.seq ? cur.all_seq : cur.seq;
+
+			if (watermark(nt) < seq) {
+				p->seq = seq;
+				p->next = NULL;
+				if (nt->all_tail)
+					nt->all_tail->next = p;
+				else
+					nt->all_head = p;
+				nt->all_tail = p;
+				now = false;
+			}
+		} else if (!delivered_locked(cur.n, cur.seq)) {
+			p->seq = cur.seq;
+			p->next = cur.n->inval->parked;
+			cur.n->inval->parked = p;
+			now = false;
+		}
+		pthread_mutex_unlock(&nt->lock);
+	}
+	if (cur.rec == p)
+		cur.rec = NULL;
+	memset(&cur, 0, sizeof(cur));
+	if (now)
+		reply_now(p);
+}
+
+void notify_reply_err(struct notifier *nt, fuse_req_t req, int err)
+{
+	struct parked *p = cur.rec;
+
+	if (!p) { /* notify_report_begin was not called or failed */
+		fuse_reply_err(req, err);
+		return;
+	}
+	p->kind = R_ERR;
+	p->err = err;
+	park_or_reply(nt, req, p);
+}
+
+/* A record with room for size bytes: the preallocated one, grown. */
+static struct parked *rec_with(size_t size)
+{
+	struct parked *p = cur.rec;
+
+	if (p && p->cap >= size)
+		return p;
+	p = realloc(p, sizeof(*p) + size);
+	if (!p)
+		return NULL;
+	if (!cur.rec)
+		memset(p, 0, sizeof(*p));
+	p->cap = size;
+	cur.rec = p;
+	return p;
+}
+
+void notify_reply_xattr(struct notifier *nt, fuse_req_t req, long len, const char *buf,
+			size_t size)
+{
+	size_t copy = len > 0 && size ? (size_t)len : 0;
+	struct parked *p = rec_with(copy);
+
+	if (!p) { /* a get changed nothing: failing it is sound */
+		cur_reset();
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	p->kind = R_XATTR;
+	p->len = len;
+	p->size = size;
+	if (copy)
+		memcpy(p->buf, buf, copy);
+	park_or_reply(nt, req, p);
+}
+
+void notify_reply_ioctl(struct notifier *nt, fuse_req_t req, int err, const void *buf,
+			size_t size)
+{
+	struct parked *p = cur.rec;
+
+	if (!err && !(p = rec_with(size))) {
+		/* The unmark happened; its answer cannot be given.  Say so
+		 * rather than park nothing or answer early. */
+		p = cur.rec;
+		err = ENOMEM;
+	}
+	if (!p) {
+		cur_reset();
+		fuse_reply_err(req, err ? err : ENOMEM);
+		return;
+	}
+	p->kind = R_IOCTL;
+	p->err = err;
+	p->len = (long)size;
+	if (!err)
+		memcpy(p->buf, buf, size);
+	park_or_reply(nt, req, p);
+}
+
+/* ---- delivery ---- */
+
+/* Take the parked requests that r's delivered work satisfies.  nt locked. */
+static struct parked *take_satisfied(struct notifier *nt, struct inval *r)
+{
+	struct parked *out = NULL, **pp = &r->parked;
+	uint64_t mark = watermark(nt);
+
+	while (*pp) {
+		struct parked *p = *pp;
+
+		if (p->seq <= r->done) {
+			*pp = p->next;
+			p->next = out;
+			out = p;
+		} else {
+			pp = &p->next;
+		}
+	}
+	/* Waiting for all: in sequence order, so from the head. */
+	while (nt->all_head && nt->all_head->seq <= mark) {
+		struct parked *p = nt->all_head;
+
+		nt->all_head = p->next;
+		if (!nt->all_head)
+			nt->all_tail = NULL;
+		p->next = out;
+		out = p;
+	}
+	return out;
+}
+
+static void report_failure(const char *what, int ret)
+{
+	/* ENOENT: the kernel has no such inode or name (nothing cached);
+	 * ENODEV, EBADF, ENOTCONN: unmounting.  No stale data either way. */
+	if (ret < 0 && ret != -ENOENT && ret != -ENODEV && ret != -EBADF && ret != -ENOTCONN)
+		fprintf(stderr, "volatilefs: %s after a purge failed: %s\n", what, strerror(-ret));
+}
+
+/* Wake the poll waiters of n: POLLPRI can be seen now.  No lock held. */
+static void wake_pollers(struct notifier *nt, struct inode *n)
+{
+	for (;;) {
+		void *ph = NULL;
+
+		pthread_rwlock_wrlock(&n->lock);
+		for (struct ofile *of = n->open_files; of && !ph; of = of->next) {
+			ph = of->poll_handle;
+			of->poll_handle = NULL;
+		}
+		pthread_rwlock_unlock(&n->lock);
+		if (!ph)
+			break;
+		if (!nt->stop)
+			fuse_lowlevel_notify_poll(ph);
+		fuse_pollhandle_destroy(ph);
+	}
+}
+
+static void deliver_one(struct notifier *nt, struct inval *r)
+{
+	struct inode *n = r->n;
+	fuse_ino_t ino = nodeid(nt->fs, n), parent = r->del_parent;
+	uint64_t lo = r->lo, hi = r->hi;
+	bool range = r->has_range, put = false;
+	char *name = r->del_name;
+	struct parked *replies;
+
+	/* Pending becomes in flight, keeping its place in sequence order. */
+	r->queued = false;
+	r->inflight = true;
+	seq_replace(&r->pend, &r->fly);
+	r->fly_last = r->pend_last;
+	r->has_range = false;
+	r->del_name = NULL;
+	nt->busy++;
+	pthread_mutex_unlock(&nt->lock);
+
+	if (range)
+		report_failure("cache invalidation",
+			       fuse_lowlevel_notify_inval_inode(nt->se, ino, (off_t)lo,
+					hi == UINT64_MAX ? 0 : (off_t)(hi - lo)));
+	if (name) {
+		report_failure("removing a name from the kernel's cache",
+			       fuse_lowlevel_notify_delete(nt->se, parent, ino, name,
+							   strlen(name)));
+		free(name);
+	}
+
+	pthread_mutex_lock(&nt->lock);
+	nt->busy--;
+	r->inflight = false;
+	r->done = r->fly_last;
+	seq_remove(&r->fly);
+	replies = take_satisfied(nt, r);
+	if (r->pend.seq)
+		make_ready(nt, r);
+	else if (r->held) {
+		r->held = false;
+		put = true;
+	}
+	pthread_mutex_unlock(&nt->lock);
+
+	reply_list(replies);
+	if (range)
+		wake_pollers(nt, n);
+	if (put) {
+		/* May free n and r (inode_free): neither is touched after. */
+		pthread_rwlock_wrlock(&nt->fs->ns_lock);
+		fs_put_locked(nt->fs, n);
+		pthread_rwlock_unlock(&nt->fs->ns_lock);
+	}
+	pthread_mutex_lock(&nt->lock);
+}
+
+static void *delivery_main(void *arg)
+{
+	struct notifier *nt = arg;
+
+	pthread_mutex_lock(&nt->lock);
+	while (!nt->stop) {
+		struct inval *r = nt->ready;
+
+		if (!r) {
+			pthread_cond_wait(&nt->work, &nt->lock);
+			continue;
+		}
+		nt->ready = r->next_ready;
+		if (!nt->ready)
+			nt->ready_tail = NULL;
+		deliver_one(nt, r);
+	}
+	pthread_mutex_unlock(&nt->lock);
+	return NULL;
 }
 
 int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs)
@@ -238,58 +588,96 @@ int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs)
 	memset(nt, 0, sizeof(*nt));
 	nt->se = se;
 	nt->fs = fs;
+	nt->undelivered.next = nt->undelivered.prev = &nt->undelivered;
 	if ((ret = pthread_mutex_init(&nt->lock, NULL)) != 0)
 		return -ret;
-	if ((ret = pthread_cond_init(&nt->work, NULL)) != 0)
-		goto out_lock;
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		ret = pthread_cond_init(&nt->done, &ca);
-		pthread_condattr_destroy(&ca);
-		if (ret)
-			goto out_work;
+	if ((ret = pthread_cond_init(&nt->work, NULL)) != 0) {
+		pthread_mutex_destroy(&nt->lock);
+		return -ret;
 	}
-	if ((ret = pthread_create(&nt->thread, NULL, notifier_main, nt)) != 0)
-		goto out_done;
+	for (; nt->nthreads < NOTIFY_THREADS; nt->nthreads++) {
+		ret = pthread_create(&nt->threads[nt->nthreads], NULL, delivery_main, nt);
+		if (ret)
+			break;
+	}
+	if (!nt->nthreads) {
+		pthread_cond_destroy(&nt->work);
+		pthread_mutex_destroy(&nt->lock);
+		return -ret;
+	}
 	nt->running = true;
 	hooks->ctx = nt;
+	hooks->prepare = hook_prepare;
 	hooks->purged = hook_purged;
-	hooks->wake = hook_wake;
-	hooks->unlinked = hook_unlinked;
-	hooks->wait = hook_wait;
+	hooks->unlinking = hook_unlinking;
+	hooks->depend = hook_depend;
+	hooks->depend_all = hook_depend_all;
+	hooks->delivered = hook_delivered;
 	hooks->poll_free = hook_poll_free;
 	return 0;
+}
 
-out_done:
-	pthread_cond_destroy(&nt->done);
-out_work:
-	pthread_cond_destroy(&nt->work);
-out_lock:
-	pthread_mutex_destroy(&nt->lock);
-	return -ret;
+/*
+ * Once stopping: nothing more will be delivered, so the parked requests
+ * get ENOTCONN (their answer would report a purge the kernel may not
+ * have seen; the mount is going away), before the device is closed.
+ * Queued work is dropped: its names freed, its holds forgotten (the
+ * nodes are all freed with the filesystem).  nt locked.
+ */
+static struct parked *drop_all(struct notifier *nt)
+{
+	struct parked *out = nt->all_head, **tail = &out;
+
+	nt->all_head = nt->all_tail = NULL;
+	while (*tail)
+		tail = &(*tail)->next;
+	/* The list stays as it is: a delivery in flight removes its link. */
+	for (struct seqlink *l = nt->undelivered.next; l != &nt->undelivered; l = l->next) {
+		struct inval *r = l->owner;
+
+		*tail = r->parked;
+		r->parked = NULL;
+		while (*tail)
+			tail = &(*tail)->next;
+		free(r->del_name);
+		r->del_name = NULL;
+	}
+	nt->ready = nt->ready_tail = NULL;
+	return out;
 }
 
 bool notifier_stop(struct notifier *nt, int timeout_ms)
 {
+	struct parked *replies;
+	struct timespec ts;
+
 	if (!nt->running)
 		return true;
 	pthread_mutex_lock(&nt->lock);
 	nt->stop = true;
 	pthread_cond_broadcast(&nt->work);
-	pthread_cond_broadcast(&nt->done);
+	replies = drop_all(nt);
 	pthread_mutex_unlock(&nt->lock);
+	for (struct parked *p = replies; p; p = p->next)
+		p->kind = R_ERR, p->err = ENOTCONN;
+	reply_list(replies);
 	if (timeout_ms >= 0) {
-		struct timespec ts = time_in(CLOCK_REALTIME, timeout_ms);
-
-		if (pthread_timedjoin_np(nt->thread, NULL, &ts) != 0)
-			return false; /* still in the kernel; call again */
-	} else {
-		pthread_join(nt->thread, NULL);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += timeout_ms / 1000;
+		ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
 	}
-	pthread_cond_destroy(&nt->done);
+	while (nt->nthreads) {
+		pthread_t t = nt->threads[nt->nthreads - 1];
+
+		if (timeout_ms >= 0 ? pthread_timedjoin_np(t, NULL, &ts) != 0
+				    : pthread_join(t, NULL) != 0)
+			return false; /* still in the kernel; call again */
+		nt->nthreads--;
+	}
 	pthread_cond_destroy(&nt->work);
 	pthread_mutex_destroy(&nt->lock);
 	nt->running = false;

@@ -2,7 +2,10 @@
  * ops.c - the FUSE glue: the only file that speaks the low-level API.
  *
  * Each handler maps node ids to nodes, calls into fs.c, and turns the
- * result into a reply.  No lock is held across a fuse_reply_* call:
+ * result into a reply.  A reply that reports a purge (the user.volatile
+ * xattrs, the ioctls) goes through the notifier, which sends it once the
+ * kernel has dropped the purged pages (notify.h): the handler returns at
+ * once and no worker waits.  No lock is held across a fuse_reply_* call:
  * fs.c takes and drops its locks inside each call.  (One exception, a
  * file's read lock across a READ reply: see vfs_read.)
  *
@@ -30,8 +33,10 @@
 
 #include "evict.h"
 #include "fs.h"
+#include "notify.h"
 #include "ops.h"
 #include "vol.h"
+#include "vxattr.h"
 #include "volatilefs.h"
 
 #define CACHE_TIMEOUT 86400.0
@@ -126,6 +131,12 @@ static void thread_buf_shrink(void)
 static struct fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* The notifier the daemon wired into fs->hooks (main.c). */
+static struct notifier *nt_of(fuse_req_t req)
+{
+	return fs_of(req)->hooks.ctx;
 }
 
 static struct inode *node_of(fuse_req_t req, fuse_ino_t ino)
@@ -352,15 +363,22 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *n = node_of(req, ino);
 	struct ofile *of;
 	struct fs *fs;
+	int ret;
 
 	if (S_ISDIR(n->mode)) {
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	/* First what can fail for memory, then the truncation. */
+	/* First what can fail, then the truncation. */
 	of = fs_ofile_new(fs_of(req));
 	if (!of) {
 		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = fs_open_attach(fs_of(req), of, n, fi->flags);
+	if (ret) {
+		fs_ofile_discard(fs_of(req), of);
+		fuse_reply_err(req, -ret);
 		return;
 	}
 	if ((fi->flags & O_TRUNC) && S_ISREG(n->mode)) {
@@ -369,15 +387,14 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		 * empty file. */
 		struct fs_setattr sa = { .valid = FS_SET_SIZE | FS_SET_MTIME_NOW };
 		struct stat st;
-		int ret = fs_setattr(fs_of(req), n, &sa, &st);
 
+		ret = fs_setattr(fs_of(req), n, &sa, &st);
 		if (ret) {
-			fs_ofile_discard(fs_of(req), of);
+			fs_release_file(fs_of(req), of);
 			fuse_reply_err(req, -ret);
 			return;
 		}
 	}
-	fs_open_attach(fs_of(req), of, n, fi->flags);
 	fi->keep_cache = 1;
 	fi->fh = (uint64_t)(uintptr_t)of;
 	fs = fs_of(req);
@@ -420,7 +437,7 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	fs_open_attach(fs_of(req), of, n, fi->flags);
+	(void)fs_open_attach(fs_of(req), of, n, fi->flags); /* a new node: never refused */
 	fill_entry(fs_of(req), &e, n, &st);
 	fi->keep_cache = 1;
 	fi->fh = (uint64_t)(uintptr_t)of;
@@ -648,9 +665,20 @@ static void vfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fs_cred cred = { .uid = ctx->uid, .gid = ctx->gid };
+	int ret;
 
-	fuse_reply_err(req, -fs_setxattr(fs_of(req), node_of(req, ino), name, value, size, flags,
-					 &cred));
+	if (!vxattr_is_ours(name)) {
+		fuse_reply_err(req, -fs_setxattr(fs_of(req), node_of(req, ino), name, value, size,
+						 flags, &cred));
+		return;
+	}
+	/* unmark, purge: the reply may report purges. */
+	if (notify_report_begin(nt_of(req)) < 0) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = fs_setxattr(fs_of(req), node_of(req, ino), name, value, size, flags, &cred);
+	notify_reply_err(nt_of(req), req, -ret);
 }
 
 /* Reply to a getxattr/listxattr size probe or fill, given a filled buffer of len bytes. */
@@ -673,8 +701,17 @@ static void vfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	len = fs_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
-	reply_xattr_buf(req, len, buf, size);	thread_buf_shrink();
+	if (!vxattr_is_ours(name)) {
+		len = fs_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
+		reply_xattr_buf(req, len, buf, size);
+	} else if (notify_report_begin(nt_of(req)) < 0) {
+		fuse_reply_err(req, ENOMEM);
+	} else {
+		/* ranges, purged: the reply may report purges. */
+		len = fs_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
+		notify_reply_xattr(nt_of(req), req, len, buf, size);
+	}
+	thread_buf_shrink();
 }
 
 static void vfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -811,6 +848,11 @@ static void vfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *ar
 	}
 	writable = (((struct ofile *)(uintptr_t)fi->fh)->flags & O_ACCMODE) != O_RDONLY;
 	memcpy(&a, in_buf, size);
+	/* unmark, purged: the reply may report purges. */
+	if (notify_report_begin(nt_of(req)) < 0) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	switch (cmd) {
 	case VOLATILEFS_IOC_MARK:
 		ret = writable ? ioctl_mark(fs, n, &a.mark) : -EBADF;
@@ -822,10 +864,7 @@ static void vfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *ar
 		ret = ioctl_purged(fs, n, &a.purged);
 		break;
 	}
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_ioctl(req, 0, &a, size);
+	notify_reply_ioctl(nt_of(req), req, -ret, &a, size);
 }
 
 /*

@@ -258,6 +258,7 @@ void units_mark(struct lru *l, struct inode *n, struct units *us, const struct p
 	spare->age = age;
 	spare->resident = 0;
 	spare->listed = spare->pinned = spare->dead = false;
+	spare->kcached = true; /* its pages may be in the kernel's cache */
 	RB_INSERT(unit_tree, &us->tree, spare);
 	us->count++;
 	resident_add(l, spare, (int64_t)count_pages(pm, start, end));
@@ -313,6 +314,7 @@ uint64_t units_unmark(struct lru *l, struct units *us, const struct pagemap *pm,
 			pthread_mutex_lock(&l->lock);
 			l->units++;
 			right->stamp = u->stamp;
+			right->kcached = u->kcached;
 			if (right->resident) {
 				if (u->listed)
 					list_after_locked(u, right);
@@ -405,6 +407,7 @@ void units_touch(struct lru *l, struct units *us, uint64_t start, uint64_t end)
 	pthread_mutex_lock(&l->lock);
 	for (; u && u->start < end; u = units_next(us, u)) {
 		u->stamp = ++l->clock;
+		u->kcached = true;
 		if (u->listed)
 			list_tail_locked(l, u);
 	}
@@ -453,6 +456,30 @@ struct unit *lru_pick(struct lru *l)
 	}
 	pthread_mutex_unlock(&l->lock);
 	return u;
+}
+
+size_t lru_probe_pick(struct lru *l, struct unit **out, size_t max)
+{
+	uint64_t window = atomic_load(&l->units) / LRU_PROBE_SHARE, seen = 0;
+	size_t n = 0;
+
+	if (window < 1)
+		window = 1;
+	pthread_mutex_lock(&l->lock);
+	for (unsigned i = 0; i < LRU_LISTS; i++) {
+		for (struct unit *u = l->heads[i].lru_next; u != &l->heads[i]; u = u->lru_next) {
+			if (seen++ >= window || n == max)
+				goto out;
+			if (u->kcached && !u->pinned) {
+				u->kcached = false;
+				u->pinned = true;
+				out[n++] = u;
+			}
+		}
+	}
+out:
+	pthread_mutex_unlock(&l->lock);
+	return n;
 }
 
 bool lru_unpin(struct lru *l, struct unit *u)

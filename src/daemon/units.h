@@ -37,6 +37,14 @@
  * for the k units on the nearer side, paid only by fallocate into a
  * purged or empty unit.
  *
+ * Reads the kernel serves itself (its page cache, mmap) never reach the
+ * daemon, so they cannot touch a unit.  Each unit says whether the
+ * kernel may hold its pages (kcached: set when it is made or touched).
+ * The evictor probes the cold end ahead of purges (evict_probe): the
+ * coldest units that may be cached have their cached pages dropped, so
+ * the next read of them reaches the daemon and touches them; a unit
+ * nobody reads stays cold, and goes first.
+ *
  * Costs: mark, unmark and lookups O(log n + k) in the units n of the file
  * and the units k they touch, plus a walk of the page map over the pages
  * whose residency must be counted; choosing a victim O(1).
@@ -77,6 +85,7 @@ struct unit {
 	bool listed;                     /* on a list; lru->lock */
 	bool pinned;                     /* chosen by the evictor; lru->lock */
 	bool dead;                       /* released while pinned; lru->lock */
+	bool kcached;                    /* the kernel may cache its pages; lru->lock */
 };
 
 RB_HEAD(unit_tree, unit);
@@ -176,5 +185,14 @@ void units_free_all(struct units *us);
  */
 struct unit *lru_pick(struct lru *l);
 bool lru_unpin(struct lru *l, struct unit *u);
+
+/*
+ * The probe's pick: among the coldest units (the first 1/LRU_PROBE_SHARE
+ * of all units in purge order, at least one), those the kernel may
+ * cache, at most max, pinned as lru_pick() pins (one caller at a time:
+ * the evictor's lock), their kcached cleared.  Returns how many.
+ */
+#define LRU_PROBE_SHARE 8
+size_t lru_probe_pick(struct lru *l, struct unit **out, size_t max);
 
 #endif

@@ -44,11 +44,15 @@ static int reg_check(const struct inode *n)
 	return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
 }
 
-/* After reporting state read under n's lock: wait for the purges it includes. */
-static void wait_reported(struct fs *fs, uint64_t seq)
+/*
+ * After reporting state read under n's lock: the answer waits until the
+ * kernel has dropped the pages of the purges it includes (its reply is
+ * parked, notify.h).
+ */
+static void wait_reported(struct fs *fs, struct inode *n, uint64_t seq)
 {
-	if (seq && fs->hooks.wait)
-		fs->hooks.wait(fs->hooks.ctx, seq);
+	if (seq && fs->hooks.depend)
+		fs->hooks.depend(fs->hooks.ctx, n, seq);
 }
 
 /*
@@ -200,7 +204,7 @@ int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r_in, size_t
 	}
 	seq = n->inval_seq;
 	pthread_rwlock_unlock(&n->lock);
-	wait_reported(fs, seq);
+	wait_reported(fs, n, seq);
 	*bytes = pages * PG;
 	*purged = any;
 out_free:
@@ -234,7 +238,7 @@ int vol_purged(struct fs *fs, struct inode *n, uint64_t offset, uint64_t length,
 	}
 	seq = n->inval_seq;
 	pthread_rwlock_unlock(&n->lock);
-	wait_reported(fs, seq);
+	wait_reported(fs, n, seq);
 	return 0;
 }
 
@@ -285,7 +289,7 @@ int vol_format_ranges(struct fs *fs, struct inode *n, struct strbuf *b)
 	}
 	seq = n->inval_seq;
 	pthread_rwlock_unlock(&n->lock);
-	wait_reported(fs, seq);
+	wait_reported(fs, n, seq);
 	return ret;
 }
 
@@ -302,7 +306,7 @@ int vol_format_purged(struct fs *fs, struct inode *n, struct strbuf *b)
 		ret = strbuf_printf(b, "%" PRIu64 ":%" PRIu64 "\n", e->start, e->end - e->start);
 	seq = n->inval_seq;
 	pthread_rwlock_unlock(&n->lock);
-	wait_reported(fs, seq);
+	wait_reported(fs, n, seq);
 	return ret;
 }
 

@@ -8,12 +8,13 @@
  * (0 = unbounded), offset + length within INT64_MAX.
  *
  * Reporting: a purge is reported by vol_unmark(), vol_purged() and the
- * formatted values; each of them returns only once the kernel has
- * dropped its cached pages of every purge it reports (fs->hooks.wait),
- * so no read through any path can return discarded data afterwards.
+ * formatted values; each of them tells fs->hooks.depend which purges its
+ * answer includes, and the glue replies only once the kernel has
+ * dropped its cached pages of all of them (notify.h), so no read through
+ * any path can return discarded data afterwards.
  *
  * Locking: each call takes the file's lock for as long as it needs it
- * and no other inode lock; the wait happens after the lock is dropped.
+ * and no other inode lock.
  */
 #ifndef VOLATILEFS_VOL_H
 #define VOLATILEFS_VOL_H

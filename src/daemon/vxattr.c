@@ -61,12 +61,17 @@ static int set_purge(struct fs *fs, struct inode *n, const char *value, size_t s
 			evict_all(fs);
 		else
 			evict_bytes(fs, bytes);
+		/* Returns once the kernel dropped what went, names too. */
+		if (fs->hooks.depend_all)
+			fs->hooks.depend_all(fs->hooks.ctx);
 		return 0;
 	}
 	if (!S_ISREG(n->mode) || !all)
 		return -EINVAL;
 	/* Bytes freed, 64-bit: more than 2 GiB is no error (SPEC section 9). */
 	got = evict_file(fs, n);
+	if (got >= 0 && fs->hooks.depend)
+		fs->hooks.depend(fs->hooks.ctx, n, 0);
 	return got < 0 ? (int)got : 0;
 }
 
