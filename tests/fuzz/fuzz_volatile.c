@@ -21,6 +21,10 @@
  *   read      fs_read(off, len): the bytes (or EIO) checked
  *   forget    removexattr user.volatile.purged, a vol_purged() window, or
  *             lseek(SEEK_DATA / SEEK_HOLE)
+ *   probe     evict_probe(): which units' cached pages it drops (the
+ *             coldest ones the kernel may cache, units.h), against the
+ *             model, which tracks per unit "made or touched since its
+ *             last probe"
  *
  * Offsets and sizes stay inside a universe of NP pages.  After every
  * operation the file is compared with a deliberately simple model:
@@ -93,6 +97,7 @@ struct munit {
 	bool used;
 	unsigned prio;
 	bool age;
+	bool kcached; /* the kernel may cache its pages: made or touched since its probe */
 };
 
 struct model {
@@ -193,7 +198,7 @@ NO_COVERAGE static int new_unit(unsigned prio, bool age)
 {
 	for (int id = 1; id < MAXU; id++) {
 		if (!M.u[id].used) {
-			M.u[id] = (struct munit){ true, prio, age };
+			M.u[id] = (struct munit){ true, prio, age, true };
 			return id;
 		}
 	}
@@ -288,6 +293,7 @@ NO_COVERAGE static void model_unmark_pages(unsigned s, unsigned e)
 		int left = M.unit_of[s - 1];
 		int right = new_unit(M.u[left].prio, M.u[left].age);
 
+		M.u[right].kcached = M.u[left].kcached;
 		for (unsigned p = e; p <= TAIL && M.unit_of[p] == left; p++)
 			M.unit_of[p] = right;
 		order_after(left, right);
@@ -336,8 +342,10 @@ NO_COVERAGE static void model_touch(unsigned s, unsigned e)
 	for (unsigned p = s; p < e && p < NP; p++) {
 		int id = M.unit_of[p];
 
-		if (id && id != last)
+		if (id && id != last) {
 			order_tail(id);
+			M.u[id].kcached = true;
+		}
 		last = id;
 	}
 }
@@ -887,6 +895,73 @@ static void op_purge_root(const uint8_t *p)
 	}
 }
 
+/* What evict_probe() asked to drop from the kernel's cache. */
+static struct {
+	uint64_t off, len;
+} probed[MAXU];
+static int nprobed;
+
+static uint64_t record_probe(void *ctx, struct inode *n, uint64_t off, uint64_t len)
+{
+	(void)ctx;
+	if (n != f)
+		fail("the probe names another inode");
+	if (nprobed == MAXU)
+		fail("the probe dropped more than %d ranges", MAXU);
+	probed[nprobed].off = off;
+	probed[nprobed].len = len;
+	nprobed++;
+	return 0;
+}
+
+/*
+ * The recency probe (units.h, evict_probe): among the first eighth of all
+ * units (at least one) in purge order, counting only the listed ones, those
+ * the kernel may cache have their cached pages dropped, in that order; the
+ * order itself does not change (a probe is no use of a unit).
+ */
+static void op_probe(const uint8_t *p)
+{
+	int want[MAXU], nwant = 0, nunits = 0;
+	unsigned window;
+
+	(void)p;
+	note("probe\n");
+	for (int id = 1; id < MAXU; id++)
+		nunits += M.u[id].used;
+	window = nunits / LRU_PROBE_SHARE ? (unsigned)nunits / LRU_PROBE_SHARE : 1;
+	for (unsigned li = 0; li < LRU_LISTS && window; li++) {
+		for (int i = 0; i < M.norder && window; i++) {
+			int id = M.order[i];
+
+			if (M.u[id].prio * 2 + (M.u[id].age ? 0 : 1) != li || !present_in(id))
+				continue;
+			window--;
+			if (M.u[id].kcached && nwant < EVICT_PROBE_MAX) {
+				M.u[id].kcached = false;
+				want[nwant++] = id;
+			}
+		}
+	}
+	nprobed = 0;
+	fs.hooks.purged = record_probe;
+	evict_probe(&fs);
+	fs.hooks.purged = NULL;
+	if (nprobed != nwant)
+		fail("the probe dropped %d ranges, the model %d", nprobed, nwant);
+	for (int i = 0; i < nwant; i++) {
+		unsigned first, last;
+		uint64_t off, len;
+
+		extent_of(want[i], &first, &last);
+		off = (uint64_t)first * PG;
+		len = unbounded(want[i]) ? 0 : (uint64_t)(last + 1 - first) * PG;
+		if (probed[i].off != off || probed[i].len != len)
+			fail("probe %d dropped %" PRIu64 " +%" PRIu64 ", the model's unit is %" PRIu64
+			     " +%" PRIu64, i, probed[i].off, probed[i].len, off, len);
+	}
+}
+
 static void op_read(const uint8_t *p)
 {
 	uint64_t off, len, want;
@@ -1024,7 +1099,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t p[7] = { 0 };
 
 		memcpy(p, data + i + 1, i + 8 <= size ? 7 : size - i - 1);
-		switch (data[i] % 12) {
+		/* Opcode 12 alone is the probe: every other byte keeps the
+		 * meaning it had before there was one (saved inputs stay valid). */
+		switch (data[i] == 12 ? 12 : data[i] % 12) {
 		case 0: case 1: op_mark(p); break;
 		case 2: op_unmark(p); break;
 		case 3: case 4: op_write(p); break;
@@ -1034,6 +1111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 8: op_purge_file(p); break;
 		case 9: op_purge_root(p); break;
 		case 10: op_read(p); break;
+		case 12: op_probe(p); break;
 		default: op_forget_or_query(p); break;
 		}
 		check_all();

@@ -17,8 +17,8 @@ PG = 4096
 NP = 64
 
 # ---- fuzz_volatile: one operation = opcode + 7 parameter bytes ----
-MARK, UNMARK, WRITE, TRUNCATE, PUNCH, ALLOCATE, PURGE, ROOTPURGE, READ, FORGET = \
-    0, 2, 3, 5, 6, 7, 8, 9, 10, 11
+MARK, UNMARK, WRITE, TRUNCATE, PUNCH, ALLOCATE, PURGE, ROOTPURGE, READ, FORGET, PROBE = \
+    0, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12
 
 
 def op(code, *p):
@@ -93,6 +93,10 @@ def forget():
     return op(FORGET, 1)
 
 
+def probe():
+    return op(PROBE)
+
+
 def seek(off, hole=False):
     return op(FORGET, 2, off, off >> 8, off >> 16, 1 if hole else 0)
 
@@ -148,6 +152,10 @@ VOLATILE = {
     "malformed-mark-changes-nothing": (KEEP, [
         write(0, 4 * PG), mark(0, 1), bad_mark(2, 1, 0), bad_mark(2, 1, 1),
         bad_mark(2, 1, 2)]),
+    "probe-coldest-cached-then-read-refreshes": (KEEP, [
+        write(0, 16 * PG), mark(0, 2), mark(2, 2), mark(4, 2, prio=1), mark(6, 2, age=True),
+        mark(8, 1), mark(9, 1), mark(10, 1), mark(11, 1), mark(12, 1, prio=0), probe(), probe(),
+        read(2 * PG, 1), probe(), purge_root(PG), probe(), allocate(0, 16 * PG), probe()]),
     "mark-notations": (KEEP, [
         write(0, 3 * PG), mark(0, 2, sub=6, nul=True, notation=0x55, flags_first=True,
                                 prio=2, age=True),
@@ -158,7 +166,7 @@ VOLATILE = {
 def random_program(rng, nops):
     out = bytearray([rng.randrange(4)])
     for _ in range(nops):
-        out += bytes([rng.choice([0, 0, 2, 3, 3, 5, 6, 7, 8, 9, 10, 11])] +
+        out += bytes([rng.choice([0, 0, 2, 3, 3, 5, 6, 7, 8, 9, 10, 11, 12])] +
                      [rng.randrange(256) for _ in range(7)])
     return bytes(out)
 
