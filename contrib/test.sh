@@ -25,7 +25,7 @@
 # test three times its timeout. VFS_TEST_SKIP_ASAN=1 skips it (the summary says so).
 # Last, contrib/fuzz.sh fuzzes the value and option parsers for 30 s each
 # (VFS_TEST_SKIP_FUZZ=1 skips it). A ThreadSanitizer build before it runs
-# the threaded unit suites and the concurrency and library mount tests (VFS_TEST_SKIP_TSAN=1 skips it, and so do arguments,
+# the threaded unit suites and the concurrency, library and reporters mount tests (VFS_TEST_SKIP_TSAN=1 skips it, and so do arguments,
 # which select tests).
 set -euo pipefail
 
@@ -166,8 +166,10 @@ main() {
 		summary+=("tsan: skipped")
 	else
 		export TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1
+		# The notifier's parked replies under many reporters, with a smaller slow file.
+		export VFS_REPORTERS_BIG_MIB=256
 		run_build tsan "$TSAN_DIR" --timeout-multiplier 3 \
-			unit-fs unit-vol mount-concurrency mount-libvol -- \
+			unit-fs unit-vol mount-concurrency mount-libvol mount-reporters -- \
 			-Dtests=enabled -Db_sanitize=thread -Db_lundef=false
 	fi
 

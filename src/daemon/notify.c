@@ -484,7 +484,7 @@ static void report_failure(const char *what, int ret)
 }
 
 /* Wake the poll waiters of n: POLLPRI can be seen now.  No lock held. */
-static void wake_pollers(struct notifier *nt, struct inode *n)
+static void wake_pollers(struct inode *n, bool stopping)
 {
 	for (;;) {
 		void *ph = NULL;
@@ -497,7 +497,7 @@ static void wake_pollers(struct notifier *nt, struct inode *n)
 		pthread_rwlock_unlock(&n->lock);
 		if (!ph)
 			break;
-		if (!nt->stop)
+		if (!stopping)
 			fuse_lowlevel_notify_poll(ph);
 		fuse_pollhandle_destroy(ph);
 	}
@@ -508,7 +508,7 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 	struct inode *n = r->n;
 	fuse_ino_t ino = nodeid(nt->fs, n), parent = r->del_parent;
 	uint64_t lo = r->lo, hi = r->hi;
-	bool range = r->has_range, put = false;
+	bool range = r->has_range, put = false, stopping;
 	char *name = r->del_name;
 	struct parked *replies;
 
@@ -519,7 +519,6 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 	r->fly_last = r->pend_last;
 	r->has_range = false;
 	r->del_name = NULL;
-	nt->busy++;
 	pthread_mutex_unlock(&nt->lock);
 
 	if (range)
@@ -534,11 +533,19 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 	}
 
 	pthread_mutex_lock(&nt->lock);
-	nt->busy--;
-	r->inflight = false;
 	r->done = r->fly_last;
 	seq_remove(&r->fly);
 	replies = take_satisfied(nt, r);
+	stopping = nt->stop;
+	pthread_mutex_unlock(&nt->lock);
+
+	reply_list(replies);
+	/* Still in flight: no other thread takes r (and may put n) meanwhile. */
+	if (range)
+		wake_pollers(n, stopping);
+
+	pthread_mutex_lock(&nt->lock);
+	r->inflight = false;
 	if (r->pend.seq)
 		make_ready(nt, r);
 	else if (r->held) {
@@ -546,10 +553,6 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 		put = true;
 	}
 	pthread_mutex_unlock(&nt->lock);
-
-	reply_list(replies);
-	if (range)
-		wake_pollers(nt, n);
 	if (put) {
 		/* May free n and r (inode_free): neither is touched after. */
 		pthread_rwlock_wrlock(&nt->fs->ns_lock);

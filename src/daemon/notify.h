@@ -74,7 +74,6 @@ struct notifier {
 	struct seqlink undelivered;    /* sentinel; oldest first */
 	struct parked *all_head, *all_tail; /* waiting for every seq up to theirs */
 	uint64_t next_seq;             /* last sequence number handed out */
-	unsigned busy;                 /* delivery threads inside the kernel */
 	bool stop;
 	bool running;
 	unsigned nthreads;

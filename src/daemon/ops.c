@@ -76,6 +76,7 @@ void ops_thread_cleanup(void)
 {
 	struct thread_buf *b;
 
+	pthread_once(&buf_once, thread_buf_key_init); /* buf_key_ok is set there */
 	if (!buf_key_ok)
 		return;
 	b = pthread_getspecific(buf_key);
@@ -118,6 +119,7 @@ static void thread_buf_shrink(void)
 {
 	struct thread_buf *b;
 
+	pthread_once(&buf_once, thread_buf_key_init); /* buf_key_ok is set there */
 	if (!buf_key_ok)
 		return;
 	b = pthread_getspecific(buf_key);
