@@ -169,7 +169,7 @@ main() {
 		# The notifier's parked replies under many reporters, with a smaller slow file.
 		export VFS_REPORTERS_BIG_MIB=256
 		run_build tsan "$TSAN_DIR" --timeout-multiplier 3 \
-			unit-fs unit-vol mount-concurrency mount-libvol mount-reporters -- \
+			unit-fs unit-vol unit-notify mount-concurrency mount-libvol mount-reporters -- \
 			-Dtests=enabled -Db_sanitize=thread -Db_lundef=false
 	fi
 

@@ -104,7 +104,18 @@ struct reporter {
 	int err;
 };
 
-static atomic_bool go;
+/* The start signal: reporters sleep on it (spinning starved the purgers on a loaded machine). */
+static pthread_mutex_t go_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t go_cond = PTHREAD_COND_INITIALIZER;
+static bool go;
+
+static void set_go(bool v)
+{
+	pthread_mutex_lock(&go_lock);
+	go = v;
+	pthread_cond_broadcast(&go_cond);
+	pthread_mutex_unlock(&go_lock);
+}
 
 static void *reporter_main(void *arg)
 {
@@ -113,8 +124,10 @@ static void *reporter_main(void *arg)
 	double end;
 	int fd;
 
-	while (!atomic_load(&go))
-		;
+	pthread_mutex_lock(&go_lock);
+	while (!go)
+		pthread_cond_wait(&go_cond, &go_lock);
+	pthread_mutex_unlock(&go_lock);
 	end = now_s() + 20;
 	while (now_s() < end) {
 		ssize_t n = getxattr(r->path, "user.volatile.purged", v, sizeof(v));
@@ -169,7 +182,7 @@ static void run_case(int nfiles, int nthreads)
 		close(fd);
 		set_all(names[i], "user.volatile.mark");
 	}
-	atomic_store(&go, false);
+	set_go(false);
 	for (int i = 0; i < nthreads; i++) {
 		r[i].path = names[i % nfiles];
 		ck_assert_int_eq(pthread_create(&r[i].thread, NULL, reporter_main, &r[i]), 0);
@@ -179,7 +192,7 @@ static void run_case(int nfiles, int nthreads)
 	nap_ms(50);
 	for (int i = 0; i < nfiles; i++)
 		ck_assert_int_eq(pthread_create(&pt[2 + i], NULL, purge_thread, names[i]), 0);
-	atomic_store(&go, true);
+	set_go(true);
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(r[i].thread, NULL);
 	for (int i = 0; i < nfiles + 2; i++)
