@@ -85,7 +85,7 @@ tree_files() {
 }
 
 main() {
-	local outdir= nocheck=0 lintian=1 root version arch maint work src f
+	local outdir="" nocheck=0 lintian=1 root version arch maint work src f
 	while [[ $# -gt 0 ]]; do
 		case $1 in
 		--outdir) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; outdir=$2; shift 2 ;;
