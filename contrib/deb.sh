@@ -157,8 +157,8 @@ EOF
 
 	if [[ $lintian -eq 1 ]]; then
 		say "lintian $changes"
-		# Errors fail; warnings, info and pedantic tags are shown.
-		lintian --display-info --pedantic --fail-on error "$changes" ||
+		# Errors fail; warnings, info, pedantic and experimental tags are shown.
+		lintian --display-info --display-experimental --pedantic --fail-on error "$changes" ||
 			die "lintian reports errors (above)"
 	fi
 	say "packages in $outdir:"
