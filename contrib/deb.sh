@@ -10,10 +10,12 @@
 #                                 mount.fuse3, hence Depends: fuse3), volatilectl,
 #                                 volatilefs(8), volatilectl(1), the bash completion
 #                                 and volatilefs@.service (system and user manager);
-#   libvolatilefs0_V_ARCH.deb     libvolatilefs.so.0 (the soname) and its file;
+#   libvolatilefs0_V_ARCH.deb     the library file and its soname link
+#                                 libvolatilefs.so.0;
 #   libvolatilefs-dev_V_ARCH.deb  volatilefs.h, the libvolatilefs.so link,
 #                                 volatilefs.pc and volatilefs(3) with its aliases;
-# plus their -dbgsym .ddeb files, the .buildinfo and the .changes.  Install with
+# plus volatilefs-dbgsym and libvolatilefs0-dbgsym (the debug symbols), the
+# .buildinfo and the .changes.  Install with
 #   apt-get install ./build-deb/volatilefs_V_ARCH.deb ./build-deb/libvolatilefs0_V_ARCH.deb
 # (and ./build-deb/libvolatilefs-dev_V_ARCH.deb to build against the library).
 #
