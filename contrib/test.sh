@@ -32,7 +32,8 @@ set -euo pipefail
 readonly BUILD_PKGS=(meson ninja-build pkg-config gcc libfuse3-dev libbsd-dev check libfreetype-dev
 	libfiu-dev)
 readonly RUN_PKGS=(fuse3)
-readonly TEST_PKGS=(attr fio stress-ng fonts-dejavu-core valgrind fiu-utils)
+readonly TEST_PKGS=(attr fio stress-ng fonts-dejavu-core valgrind fiu-utils
+	dpkg-dev debhelper lintian ccache fontconfig python3)
 readonly NORMAL_DIR=build-test
 readonly ASAN_DIR=build-asan
 readonly TSAN_DIR=build-tsan-test
@@ -142,6 +143,9 @@ main() {
 
 	# Nothing below may wait for input.
 	exec </dev/null
+	# ccache is installed for the cache-ccache test (which sets its own CCACHE_DIR and
+	# clears this); the builds below compile without it, as before it was installed.
+	export CCACHE_DISABLE=1
 
 	run_build normal "$NORMAL_DIR" "$@" -- -Dtests=enabled -Dfiu=enabled -Db_sanitize=none
 
