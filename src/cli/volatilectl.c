@@ -50,10 +50,89 @@ static void die_usage_file(const char *file, const char *msg, const char *arg)
 	exit(EXIT_USAGE);
 }
 
+/*
+ * FILE: WHAT: the reason, for a call that failed with err; exit status 1.
+ * The errors whose strerror() says little here get their meaning first.
+ */
 static int fail(const char *file, const char *what, int err)
 {
-	fprintf(stderr, "%s: %s: %s: %s\n", prog, file, what, strerror(err));
+	const char *why = NULL;
+
+	switch (err) {
+	case ENOTTY: /* the kernel's answer to our ioctls off volatilefs */
+		why = "not on a volatilefs mount";
+		break;
+	case ENOTCONN:
+		why = "the volatilefs daemon is gone";
+		break;
+	}
+	if (why)
+		fprintf(stderr, "%s: %s: %s: %s (%s)\n", prog, file, what, why, strerror(err));
+	else
+		fprintf(stderr, "%s: %s: %s: %s\n", prog, file, what, strerror(err));
 	return 1;
+}
+
+/*
+ * A user.volatile.* name of the mount root failed on MNT with err.
+ * ENODATA (a volatilefs directory that is not the root, or a file system
+ * with xattrs) and ENOTSUP (one without) mean the same to the user.
+ */
+static int fail_root(const char *mnt, const char *what, int err)
+{
+	if (err == ENODATA || err == ENOTSUP) {
+		fprintf(stderr, "%s: %s: %s: not the root of a volatilefs mount\n", prog, mnt,
+			what);
+		return 1;
+	}
+	if (err == EPERM) {
+		fprintf(stderr, "%s: %s: %s: %s (needs root or the user who mounted)\n", prog,
+			mnt, what, strerror(err));
+		return 1;
+	}
+	return fail(mnt, what, err);
+}
+
+/*
+ * MNT is the root of a volatilefs mount: the only node with stats.  Asked
+ * before setting a root-only name, since on another file system with user
+ * xattrs (ext4, tmpfs) the set would succeed and store a plain attribute.
+ */
+static int check_root(const char *mnt, const char *what)
+{
+	if (getxattr(mnt, "user.volatile.stats", NULL, 0) >= 0)
+		return 0;
+	return fail_root(mnt, what, errno);
+}
+
+/*
+ * Open FILE, a regular file, with flags (O_RDONLY or O_WRONLY): the
+ * descriptor, or -1 after a message.  Anything else is refused before it
+ * is opened, so that a FIFO cannot block us; O_NONBLOCK covers a FIFO put
+ * in its place meanwhile, and fstat checks what was opened.
+ */
+static int open_regular(const char *file, int flags)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(file, &st) != 0) {
+		fail(file, "open", errno);
+		return -1;
+	}
+	if (S_ISREG(st.st_mode)) {
+		fd = open(file, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0) {
+			fail(file, "open", errno);
+			return -1;
+		}
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			return fd;
+		close(fd);
+	}
+	fprintf(stderr, "%s: %s: not a regular file (volatile ranges belong to regular files)\n",
+		prog, file);
+	return -1;
 }
 
 static const struct {
@@ -151,12 +230,18 @@ static int cmd_mark(int argc, char **argv)
 		{ "priority", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 }
 	};
+	const char *file, *bad_prio = NULL, *bad_opt = NULL;
 	unsigned flags = 0;
 	struct vrange *r;
-	const char *file;
 	int c, fd, ret = 0;
 
+	/*
+	 * Options may also follow the ranges: GNU getopt permutes them.  So
+	 * FILE is known only at the end, and a bad option is reported then,
+	 * with the file it was meant for.
+	 */
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "ap:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
@@ -164,22 +249,28 @@ static int cmd_mark(int argc, char **argv)
 			break;
 		case 'p':
 			if (strlen(optarg) != 1 || optarg[0] < '0' || optarg[0] > '7')
-				die_usage("--priority takes 0 to 7", optarg);
-			flags |= VOLATILEFS_PRIORITY(optarg[0] - '0');
+				bad_prio = optarg;
+			else
+				flags |= VOLATILEFS_PRIORITY(optarg[0] - '0');
 			break;
 		default:
-			exit(EXIT_USAGE);
+			if (!bad_opt)
+				bad_opt = argv[optind - 1];
+			break;
 		}
 	}
-	/* Options may also follow the ranges: GNU getopt permutes them. */
 	if (optind >= argc)
 		die_usage("mark: no FILE given", NULL);
 	file = argv[optind];
+	if (bad_opt)
+		die_usage_file(file, "mark: unknown option, or --priority without N", bad_opt);
+	if (bad_prio)
+		die_usage_file(file, "--priority takes 0 to 7", bad_prio);
 	r = parse_ranges(file, argc - optind - 1, argv + optind + 1);
-	fd = open(file, O_WRONLY | O_CLOEXEC);
+	fd = open_regular(file, O_WRONLY);
 	if (fd < 0) {
 		free(r);
-		return fail(file, "open", errno);
+		return 1;
 	}
 	for (int i = 0; i < argc - optind - 1 && !ret; i++)
 		if (volatilefs_mark(fd, r[i].offset, r[i].length, flags) != 0)
@@ -200,10 +291,10 @@ static int cmd_unmark(int argc, char **argv)
 		die_usage("unmark: no FILE given", NULL);
 	file = argv[1];
 	r = parse_ranges(file, argc - 2, argv + 2);
-	fd = open(file, O_WRONLY | O_CLOEXEC);
+	fd = open_regular(file, O_WRONLY);
 	if (fd < 0) {
 		free(r);
-		return fail(file, "open", errno);
+		return 1;
 	}
 	for (int i = 0; i < argc - 2; i++) {
 		uint64_t bytes;
@@ -290,16 +381,17 @@ static int cmd_status(int argc, char **argv)
 	if (argc != 2)
 		die_usage("status takes one FILE", NULL);
 	file = argv[1];
-	fd = open(file, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(file, O_RDONLY);
 	if (fd < 0)
-		return fail(file, "open", errno);
+		return 1;
 	if (fstat(fd, &st) != 0) {
 		close(fd);
 		return fail(file, "stat", errno);
 	}
 	ranges = get_value(file, "user.volatile.ranges");
 	if (!ranges) {
-		int err = errno == ENODATA ? ENOTTY : errno;
+		/* A regular file without the name: not on volatilefs. */
+		int err = errno == ENODATA || errno == ENOTSUP ? ENOTTY : errno;
 
 		close(fd);
 		return fail(file, "units", err);
@@ -361,8 +453,7 @@ static int cmd_stats(int argc, char **argv)
 	mnt = argv[1];
 	stats = get_value(mnt, "user.volatile.stats");
 	if (!stats)
-		return fail(mnt, "stats (is it the root of a volatilefs mount?)",
-			    errno == ENODATA ? ENOTTY : errno);
+		return fail_root(mnt, "stats", errno);
 	for (line = strtok_r(stats, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *eq = strchr(line, '=');
 		uint64_t v;
@@ -396,8 +487,10 @@ static int cmd_purge(int argc, char **argv)
 	what = argv[2];
 	if (strcmp(what, "all") != 0 && opts_parse_size(what, &size) != 0)
 		die_usage_file(mnt, "purge: not all or a SIZE", what);
+	if (check_root(mnt, "purge"))
+		return 1;
 	if (setxattr(mnt, "user.volatile.purge", what, strlen(what), 0) != 0)
-		return fail(mnt, "purge", errno == EINVAL ? EINVAL : errno);
+		return fail_root(mnt, "purge", errno);
 	return 0;
 }
 

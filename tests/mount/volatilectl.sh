@@ -7,7 +7,10 @@
 # purged; status tables units and purged extents; stats shows every
 # counter with human sizes; purge all|SIZE purges; --help works per
 # command; errors name the file and the reason, with exit status 1 (2 for
-# bad usage, such as an unaligned range).
+# bad usage), one case per class: bad range, no range, bad priority or
+# option, bad SIZE; missing file; off volatilefs (and purge stores
+# nothing there); not the root; not a regular file (a FIFO does not
+# block); permission (another user: open, purge).
 
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -16,10 +19,13 @@ set -euo pipefail
 if [[ ${1:-} != --mounted ]]; then
 	vfs_usage_check "$@"
 	[[ -x ${VOLATILECTL:-} ]] || fail "set VOLATILECTL to the volatilectl binary"
-	vfs_run_mounted "${BASH_SOURCE[0]}" "$1" -o memory_limit=256M
+	vfs_run_mounted "${BASH_SOURCE[0]}" "$1" -o memory_limit=256M,allow_other
 fi
 
+need setpriv util-linux
 ctl=$VOLATILECTL
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/volatilectl-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
 cd "$VFS_TEST_DIR"
 head -c 3M /dev/urandom > g
 
@@ -80,26 +86,74 @@ ok "purge SIZE takes whole units in purge order and stops"
 "$ctl" --help | grep -q '^commands:' || fail "--help"
 ok "--help, and per command"
 
-status=0
-err=$("$ctl" mark g 1:4K 2>&1) || status=$?
-eq "unaligned range is a usage error" "$status" 2
-[[ $err == *"g: bad RANGE"*"1:4K"* ]] || fail "usage error does not name the file and the range: $err"
-status=0
-err=$("$ctl" unmark g 2>&1) || status=$?
-eq "unmark without a range is a usage error" "$status" 2
-[[ $err == *"g: no RANGE given"* ]] || fail "no-range error does not name the file: $err"
-status=0
-err=$("$ctl" purge . lots 2>&1) || status=$?
-eq "purge of a non-size is a usage error" "$status" 2
-[[ $err == *".: purge: not all or a SIZE: lots"* ]] || fail "purge error does not name the mount: $err"
-status=0
-err=$("$ctl" mark missing 0:4K 2>&1) || status=$?
-eq "missing file exits 1" "$status" 1
-[[ $err == *"missing"*"No such file or directory"* ]] || fail "error lacks file or reason: $err"
-status=0
-err=$("$ctl" mark /proc/self/status 0:4K 2>&1) || status=$?
-eq "a file off volatilefs exits 1" "$status" 1
-status=0
-err=$("$ctl" mark g 0:4K --priority 9 2>&1) || status=$?
-eq "priority 9 is a usage error" "$status" 2
-ok "errors name the file and the reason"
+# err_case WHAT STATUS PATTERN COMMAND...: COMMAND exits STATUS and its
+# stderr matches the glob PATTERN.
+err_case()
+{
+	local what=$1 want=$2 pat=$3 status=0 err
+	shift 3
+	err=$(timeout 20 "$@" 2>&1 > /dev/null) || status=$?
+	[[ $status == "$want" ]] || fail "$what: '$*' exited $status, want $want: $err"
+	# shellcheck disable=SC2053 # a glob on purpose
+	[[ $err == $pat ]] || fail "$what: '$*' said '$err', want '$pat'"
+	ok "$what: ${err%%$'\n'*}"
+}
+
+err_case "bad range" 2 "volatilectl: g: bad RANGE*: 1:4K*" "$ctl" mark g 1:4K
+err_case "no range" 2 "volatilectl: g: no RANGE given*" "$ctl" unmark g
+err_case "bad priority" 2 "volatilectl: g: --priority takes 0 to 7: 9*" \
+	"$ctl" mark g 0:4K --priority 9
+err_case "bad option" 2 "volatilectl: g: mark: unknown option*: --bogus*" \
+	"$ctl" mark g 0:4K --bogus
+err_case "bad purge SIZE" 2 "volatilectl: .: purge: not all or a SIZE: lots*" "$ctl" purge . lots
+
+err_case "missing file (mark)" 1 "volatilectl: missing: open: No such file or directory" \
+	"$ctl" mark missing 0:4K
+err_case "missing file (status)" 1 "volatilectl: missing: open: No such file or directory" \
+	"$ctl" status missing
+err_case "missing mount (stats)" 1 "volatilectl: missing: stats: No such file or directory" \
+	"$ctl" stats missing
+err_case "missing mount (purge)" 1 "volatilectl: missing: purge: No such file or directory" \
+	"$ctl" purge missing all
+
+head -c 8192 /dev/zero > "$tmp/plain"
+err_case "off volatilefs (mark)" 1 \
+	"volatilectl: $tmp/plain: mark: not on a volatilefs mount (Inappropriate ioctl for device)" \
+	"$ctl" mark "$tmp/plain" 0:4K
+err_case "off volatilefs (unmark)" 1 "volatilectl: $tmp/plain: unmark: not on a volatilefs mount*" \
+	"$ctl" unmark "$tmp/plain" 0:4K
+err_case "off volatilefs (status)" 1 "volatilectl: $tmp/plain: units: not on a volatilefs mount*" \
+	"$ctl" status "$tmp/plain"
+err_case "off volatilefs (stats)" 1 "volatilectl: $tmp: stats: not the root of a volatilefs mount" \
+	"$ctl" stats "$tmp"
+err_case "off volatilefs (purge)" 1 "volatilectl: $tmp: purge: not the root of a volatilefs mount" \
+	"$ctl" purge "$tmp" all
+[[ -z $(getfattr --absolute-names -d -m - "$tmp" 2> /dev/null) ]] ||
+	fail "purge off volatilefs stored an attribute: $(getfattr --absolute-names -d -m - "$tmp")"
+ok "purge off volatilefs stored nothing"
+
+mkdir sub
+err_case "not the root (stats)" 1 "volatilectl: sub: stats: not the root of a volatilefs mount" \
+	"$ctl" stats sub
+err_case "not the root (purge)" 1 "volatilectl: sub: purge: not the root of a volatilefs mount" \
+	"$ctl" purge sub all
+err_case "not a regular file (mark)" 1 "volatilectl: sub: not a regular file*" \
+	"$ctl" mark sub 0:4K
+mkfifo fifo
+err_case "not a regular file (unmark, a FIFO)" 1 "volatilectl: fifo: not a regular file*" \
+	"$ctl" unmark fifo 0:4K
+err_case "not a regular file (status, a FIFO)" 1 "volatilectl: fifo: not a regular file*" \
+	"$ctl" status fifo
+
+# Another user: volatilectl and its library copied where uid 65534 can read them.
+lib=$(ldd "$ctl" | awk '$1 == "libvolatilefs.so.0" { print $3 }')
+[[ -f $lib ]] || fail "ldd shows no libvolatilefs.so.0 for $ctl"
+cp "$ctl" "$lib" "$tmp/"
+chmod 0755 "$tmp" "$tmp/volatilectl" "$tmp/libvolatilefs.so.0"
+nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups -- env LD_LIBRARY_PATH="$tmp")
+err_case "permission (mark another's file)" 1 "volatilectl: g: open: Permission denied" \
+	"${nobody[@]}" "$tmp/volatilectl" mark g 0:4K
+err_case "permission (purge by another user)" 1 \
+	"volatilectl: .: purge: Operation not permitted (needs root or the user who mounted)" \
+	"${nobody[@]}" "$tmp/volatilectl" purge . all
+
