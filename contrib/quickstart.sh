@@ -111,6 +111,7 @@ Volatile ranges: data the daemon may discard when memory runs short.
   setfattr -n user.volatile.purge -v all $q/cache.bin   # purge it now, as memory pressure would
   getfattr --absolute-names --only-values -n user.volatile.purged $q/cache.bin   # lost: 0:1048576
   $ctl stats $q
+  $ctl watch --count 3 $q 1    # a line a second, as vmstat; without --count until Ctrl-C
 
 Everything on it lives in the daemon's memory and is gone after unmounting.
 Unmount with:

@@ -9,6 +9,11 @@
  *   $ echo $?
  *   3
  *   $ volatilectl status glyphs.atlas
+ *   $ volatilectl watch --count 2 /cache 5
+ *   ------------- memory -------------- ---- purged ----- --- pressure ----
+ *      limit      rss     data volatile    units    bytes    units    bytes
+ *       256M     5.1M     3.0M     2.0M        2     1.1M        0        0
+ *       256M     4.1M     2.0M     1.0M        1     1.0M        0        0
  *
  * Exit status: 0 success, 1 an operation failed, 2 bad usage, 3 (unmark
  * only) something in the ranges had been purged.  Errors name the file
@@ -19,11 +24,17 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "size.h"
@@ -50,10 +61,89 @@ static void die_usage_file(const char *file, const char *msg, const char *arg)
 	exit(EXIT_USAGE);
 }
 
+/*
+ * FILE: WHAT: the reason, for a call that failed with err; exit status 1.
+ * The errors whose strerror() says little here get their meaning first.
+ */
 static int fail(const char *file, const char *what, int err)
 {
-	fprintf(stderr, "%s: %s: %s: %s\n", prog, file, what, strerror(err));
+	const char *why = NULL;
+
+	switch (err) {
+	case ENOTTY: /* the kernel's answer to our ioctls off volatilefs */
+		why = "not on a volatilefs mount";
+		break;
+	case ENOTCONN:
+		why = "the volatilefs daemon is gone";
+		break;
+	}
+	if (why)
+		fprintf(stderr, "%s: %s: %s: %s (%s)\n", prog, file, what, why, strerror(err));
+	else
+		fprintf(stderr, "%s: %s: %s: %s\n", prog, file, what, strerror(err));
 	return 1;
+}
+
+/*
+ * A user.volatile.* name of the mount root failed on MNT with err.
+ * ENODATA (a volatilefs directory that is not the root, or a file system
+ * with xattrs) and ENOTSUP (one without) mean the same to the user.
+ */
+static int fail_root(const char *mnt, const char *what, int err)
+{
+	if (err == ENODATA || err == ENOTSUP) {
+		fprintf(stderr, "%s: %s: %s: not the root of a volatilefs mount\n", prog, mnt,
+			what);
+		return 1;
+	}
+	if (err == EPERM) {
+		fprintf(stderr, "%s: %s: %s: %s (needs root or the user who mounted)\n", prog,
+			mnt, what, strerror(err));
+		return 1;
+	}
+	return fail(mnt, what, err);
+}
+
+/*
+ * MNT is the root of a volatilefs mount: the only node with stats.  Asked
+ * before setting a root-only name, since on another file system with user
+ * xattrs (ext4, tmpfs) the set would succeed and store a plain attribute.
+ */
+static int check_root(const char *mnt, const char *what)
+{
+	if (getxattr(mnt, "user.volatile.stats", NULL, 0) >= 0)
+		return 0;
+	return fail_root(mnt, what, errno);
+}
+
+/*
+ * Open FILE, a regular file, with flags (O_RDONLY or O_WRONLY): the
+ * descriptor, or -1 after a message.  Anything else is refused before it
+ * is opened, so that a FIFO cannot block us; O_NONBLOCK covers a FIFO put
+ * in its place meanwhile, and fstat checks what was opened.
+ */
+static int open_regular(const char *file, int flags)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(file, &st) != 0) {
+		fail(file, "open", errno);
+		return -1;
+	}
+	if (S_ISREG(st.st_mode)) {
+		fd = open(file, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0) {
+			fail(file, "open", errno);
+			return -1;
+		}
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			return fd;
+		close(fd);
+	}
+	fprintf(stderr, "%s: %s: not a regular file (volatile ranges belong to regular files)\n",
+		prog, file);
+	return -1;
 }
 
 static const struct {
@@ -76,6 +166,13 @@ static const struct {
 	  "Purge every volatile unit of the mount (all), or whole units in purge\n"
 	  "order until at least SIZE bytes were freed.  Needs root or the user\n"
 	  "who mounted." },
+	{ "watch", "MOUNTPOINT [SECONDS] [--count N]",
+	  "Print a line of the mount's figures every SECONDS (default 1, fractions\n"
+	  "allowed), as vmstat does: the limit, RSS, data and volatile bytes held,\n"
+	  "then the units and bytes purged in the interval, and those of them\n"
+	  "purged for memory pressure (the first line: since the mount), and files\n"
+	  "unlinked by purges when a directory has auto=unlink.  The header comes\n"
+	  "again every screen.  --count N: stop after N lines (exit status 0)." },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -151,12 +248,18 @@ static int cmd_mark(int argc, char **argv)
 		{ "priority", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 }
 	};
+	const char *file, *bad_prio = NULL, *bad_opt = NULL;
 	unsigned flags = 0;
 	struct vrange *r;
-	const char *file;
 	int c, fd, ret = 0;
 
+	/*
+	 * Options may also follow the ranges: GNU getopt permutes them.  So
+	 * FILE is known only at the end, and a bad option is reported then,
+	 * with the file it was meant for.
+	 */
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "ap:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
@@ -164,22 +267,28 @@ static int cmd_mark(int argc, char **argv)
 			break;
 		case 'p':
 			if (strlen(optarg) != 1 || optarg[0] < '0' || optarg[0] > '7')
-				die_usage("--priority takes 0 to 7", optarg);
-			flags |= VOLATILEFS_PRIORITY(optarg[0] - '0');
+				bad_prio = optarg;
+			else
+				flags |= VOLATILEFS_PRIORITY(optarg[0] - '0');
 			break;
 		default:
-			exit(EXIT_USAGE);
+			if (!bad_opt)
+				bad_opt = argv[optind - 1];
+			break;
 		}
 	}
-	/* Options may also follow the ranges: GNU getopt permutes them. */
 	if (optind >= argc)
 		die_usage("mark: no FILE given", NULL);
 	file = argv[optind];
+	if (bad_opt)
+		die_usage_file(file, "mark: unknown option, or --priority without N", bad_opt);
+	if (bad_prio)
+		die_usage_file(file, "--priority takes 0 to 7", bad_prio);
 	r = parse_ranges(file, argc - optind - 1, argv + optind + 1);
-	fd = open(file, O_WRONLY | O_CLOEXEC);
+	fd = open_regular(file, O_WRONLY);
 	if (fd < 0) {
 		free(r);
-		return fail(file, "open", errno);
+		return 1;
 	}
 	for (int i = 0; i < argc - optind - 1 && !ret; i++)
 		if (volatilefs_mark(fd, r[i].offset, r[i].length, flags) != 0)
@@ -200,10 +309,10 @@ static int cmd_unmark(int argc, char **argv)
 		die_usage("unmark: no FILE given", NULL);
 	file = argv[1];
 	r = parse_ranges(file, argc - 2, argv + 2);
-	fd = open(file, O_WRONLY | O_CLOEXEC);
+	fd = open_regular(file, O_WRONLY);
 	if (fd < 0) {
 		free(r);
-		return fail(file, "open", errno);
+		return 1;
 	}
 	for (int i = 0; i < argc - 2; i++) {
 		uint64_t bytes;
@@ -290,16 +399,17 @@ static int cmd_status(int argc, char **argv)
 	if (argc != 2)
 		die_usage("status takes one FILE", NULL);
 	file = argv[1];
-	fd = open(file, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(file, O_RDONLY);
 	if (fd < 0)
-		return fail(file, "open", errno);
+		return 1;
 	if (fstat(fd, &st) != 0) {
 		close(fd);
 		return fail(file, "stat", errno);
 	}
 	ranges = get_value(file, "user.volatile.ranges");
 	if (!ranges) {
-		int err = errno == ENODATA ? ENOTTY : errno;
+		/* A regular file without the name: not on volatilefs. */
+		int err = errno == ENODATA || errno == ENOTSUP ? ENOTTY : errno;
 
 		close(fd);
 		return fail(file, "units", err);
@@ -361,8 +471,7 @@ static int cmd_stats(int argc, char **argv)
 	mnt = argv[1];
 	stats = get_value(mnt, "user.volatile.stats");
 	if (!stats)
-		return fail(mnt, "stats (is it the root of a volatilefs mount?)",
-			    errno == ENODATA ? ENOTTY : errno);
+		return fail_root(mnt, "stats", errno);
 	for (line = strtok_r(stats, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *eq = strchr(line, '=');
 		uint64_t v;
@@ -396,9 +505,287 @@ static int cmd_purge(int argc, char **argv)
 	what = argv[2];
 	if (strcmp(what, "all") != 0 && opts_parse_size(what, &size) != 0)
 		die_usage_file(mnt, "purge: not all or a SIZE", what);
+	if (check_root(mnt, "purge"))
+		return 1;
 	if (setxattr(mnt, "user.volatile.purge", what, strlen(what), 0) != 0)
-		return fail(mnt, "purge", errno == EINVAL ? EINVAL : errno);
+		return fail_root(mnt, "purge", errno);
 	return 0;
+}
+
+/*
+ * watch: one line per interval, as vmstat(8).  Each line reads
+ * user.volatile.stats once; sizes held are shown as they are now,
+ * counters as their growth since the line before (the first line: since
+ * the mount, as vmstat's first line counts since boot).
+ */
+
+#define WATCH_PAGE 20 /* lines between headers when stdout is not a terminal */
+
+struct sample {
+	uint64_t limit, rss, data, vol;
+	uint64_t purges, purged, ppurges, pbytes, unlinked;
+	bool has_pressure, has_unlinked;
+};
+
+static volatile sig_atomic_t watch_stop;
+
+static void watch_on_signal(int sig)
+{
+	watch_stop = sig;
+}
+
+/* "256M", "1.5G", "512B", "0": at most 6 characters. */
+static const char *hsize(uint64_t v, char *buf, size_t n)
+{
+	static const char units[] = "KMGTPE";
+	double d = (double)v;
+	int u = -1;
+
+	if (v == 0)
+		snprintf(buf, n, "0");
+	else if (v < 1024) {
+		snprintf(buf, n, "%" PRIu64 "B", v);
+	} else {
+		while (d >= 1024 && u < 5) {
+			d /= 1024;
+			u++;
+		}
+		snprintf(buf, n, d < 9.95 ? "%.1f%c" : "%.0f%c", d, units[u]);
+	}
+	return buf;
+}
+
+/* The figures of MNT's user.volatile.stats: 0, or -errno. */
+static int watch_sample(const char *mnt, struct sample *s)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{ "memory_limit", offsetof(struct sample, limit) },
+		{ "rss", offsetof(struct sample, rss) },
+		{ "data_bytes", offsetof(struct sample, data) },
+		{ "volatile_bytes", offsetof(struct sample, vol) },
+		{ "purges_total", offsetof(struct sample, purges) },
+		{ "purged_bytes_total", offsetof(struct sample, purged) },
+		{ "pressure_purges_total", offsetof(struct sample, ppurges) },
+		{ "pressure_bytes_total", offsetof(struct sample, pbytes) },
+		{ "files_unlinked_total", offsetof(struct sample, unlinked) },
+	};
+	char *stats = get_value(mnt, "user.volatile.stats"), *line, *save = NULL;
+	unsigned seen = 0;
+
+	if (!stats)
+		return -errno;
+	memset(s, 0, sizeof(*s));
+	for (line = strtok_r(stats, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+		for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			if (strcmp(line, keys[i].key) == 0) {
+				*(uint64_t *)((char *)s + keys[i].off) = strtoull(eq + 1, NULL, 10);
+				seen |= 1u << i;
+			}
+		}
+	}
+	free(stats);
+	if ((seen & 0x3f) != 0x3f) /* the keys of SPEC section 5 */
+		return -EPROTO;
+	s->has_pressure = (seen & 0xc0) == 0xc0;
+	s->has_unlinked = seen & 0x100;
+	return 0;
+}
+
+/* A header line of groups: LABEL centred in dashes over ncols columns. */
+static void watch_group(const char *label, int ncols, bool last)
+{
+	int width = ncols * 9 - 1, len = (int)strlen(label) + 2, left = (width - len) / 2;
+
+	printf("%.*s %s %.*s%s", left, "--------------------------------------", label,
+	       width - len - left, "--------------------------------------", last ? "\n" : " ");
+}
+
+static void watch_header(bool unlinked)
+{
+	watch_group("memory", 4, false);
+	watch_group("purged", 2, false);
+	watch_group("pressure", 2, !unlinked);
+	if (unlinked)
+		printf("unlinked\n");
+	printf("%8s %8s %8s %8s %8s %8s %8s %8s", "limit", "rss", "data", "volatile", "units",
+	       "bytes", "units", "bytes");
+	printf(unlinked ? " %8s\n" : "\n", "files");
+}
+
+/* b - a for a counter, 0 if it went back (it never should). */
+static uint64_t grew(uint64_t a, uint64_t b)
+{
+	return b > a ? b - a : 0;
+}
+
+static void watch_line(const struct sample *p, const struct sample *c)
+{
+	char b[8][16];
+
+	printf("%8s %8s %8s %8s %8" PRIu64 " %8s", hsize(c->limit, b[0], 16),
+	       hsize(c->rss, b[1], 16), hsize(c->data, b[2], 16), hsize(c->vol, b[3], 16),
+	       grew(p->purges, c->purges), hsize(grew(p->purged, c->purged), b[4], 16));
+	if (c->has_pressure)
+		printf(" %8" PRIu64 " %8s", grew(p->ppurges, c->ppurges),
+		       hsize(grew(p->pbytes, c->pbytes), b[5], 16));
+	else
+		printf(" %8s %8s", "-", "-");
+	if (c->has_unlinked)
+		printf(" %8" PRIu64, grew(p->unlinked, c->unlinked));
+	printf("\n");
+}
+
+/* Lines between headers: a screen on a terminal, less the header. */
+static unsigned watch_page(void)
+{
+	struct winsize ws;
+
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 3)
+		return ws.ws_row - 2u;
+	return WATCH_PAGE;
+}
+
+/* SIGINT and SIGTERM end the loop, unless ignored when we started (nohup, &). */
+static void watch_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	struct sigaction sa = { .sa_handler = watch_on_signal }; /* no SA_RESTART */
+
+	sigemptyset(&sa.sa_mask);
+	for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+	/* A reader that goes away (| head) ends us through EPIPE, quietly. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Ended by a signal: die of it, so that a calling shell knows (exit 130 for SIGINT). */
+static int watch_die(void)
+{
+	int sig = watch_stop;
+
+	fflush(stdout);
+	signal(sig, SIG_DFL);
+	raise(sig);
+	return 128 + sig;
+}
+
+static void timespec_add(struct timespec *t, double secs)
+{
+	time_t whole = (time_t)secs; /* secs > 0: truncation is floor */
+
+	t->tv_sec += whole;
+	t->tv_nsec += (long)((secs - (double)whole) * 1e9);
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
+	}
+}
+
+static int cmd_watch(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "count", required_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *mnt, *bad_count = NULL, *bad_opt = NULL;
+	struct sample prev = { 0 }, cur;
+	unsigned long long count = 0;
+	unsigned long long lines = 0;
+	unsigned since_header = 0, page = watch_page();
+	bool unlinked_shown = false;
+	struct timespec next, now;
+	double secs = 1;
+	int c, ret;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'c':
+			errno = 0;
+			count = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || count == 0 || optarg[0] == '-')
+				bad_count = optarg;
+			break;
+		default:
+			if (!bad_opt)
+				bad_opt = argv[optind - 1];
+			break;
+		}
+	}
+	if (optind >= argc)
+		die_usage("watch: no MOUNTPOINT given", NULL);
+	mnt = argv[optind];
+	if (argc - optind > 2)
+		die_usage_file(mnt, "watch takes MOUNTPOINT and SECONDS only", argv[optind + 2]);
+	if (bad_opt)
+		die_usage_file(mnt, "watch: unknown option, or --count without N", bad_opt);
+	if (bad_count)
+		die_usage_file(mnt, "--count takes a number of lines, 1 or more", bad_count);
+	if (argc - optind == 2) {
+		const char *arg = argv[optind + 1];
+		char *end;
+
+		errno = 0;
+		secs = strtod(arg, &end);
+		if (errno || end == arg || *end || !isfinite(secs) || secs < 0.001 ||
+		    secs > 86400)
+			die_usage_file(mnt, "SECONDS must be a number from 0.001 to 86400", arg);
+	}
+
+	watch_signals();
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (;;) {
+		ret = watch_sample(mnt, &cur);
+		if (watch_stop)
+			return watch_die();
+		if (ret == -EPROTO) {
+			fprintf(stderr, "%s: %s: stats: the daemon's answer lacks the usual keys\n",
+				prog, mnt);
+			return 1;
+		}
+		if (ret)
+			return fail_root(mnt, "stats", -ret);
+		if (lines == 0 || since_header >= page || cur.has_unlinked != unlinked_shown) {
+			watch_header(cur.has_unlinked);
+			unlinked_shown = cur.has_unlinked;
+			since_header = 0;
+		}
+		watch_line(&prev, &cur);
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			if (errno == EPIPE)
+				return 0;
+			return fail("standard output", "write", errno);
+		}
+		prev = cur;
+		since_header++;
+		if (++lines == count)
+			return 0;
+
+		/* Absolute deadlines: the interval does not drift with the reads. */
+		timespec_add(&next, secs);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > next.tv_sec ||
+		    (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
+			next = now; /* a slow read: no burst of lines to catch up */
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			if (watch_stop)
+				return watch_die();
+	}
 }
 
 int main(int argc, char **argv)
@@ -430,6 +817,8 @@ int main(int argc, char **argv)
 		return cmd_stats(argc - 1, argv + 1);
 	if (strcmp(cmd, "purge") == 0)
 		return cmd_purge(argc - 1, argv + 1);
+	if (strcmp(cmd, "watch") == 0)
+		return cmd_watch(argc - 1, argv + 1);
 	die_usage("unknown command", cmd);
 	return EXIT_USAGE;
 }

@@ -114,6 +114,12 @@ run()
 	ok "$what"
 }
 
+# The README's recipe, which the steps below follow in a temporary directory.
+recipe='meson setup build --prefix=/usr && meson compile -C build'
+grep -qxF "$recipe" "$srcdir/README.md" ||
+	fail "README.md no longer has the install recipe '$recipe' that this test follows"
+ok "README's install recipe is the one followed here"
+
 b=$tmp/build
 D=$tmp/destdir
 # As on a machine with only the build dependencies: pkg-config sees fuse3 and
