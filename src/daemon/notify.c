@@ -12,6 +12,16 @@
 #include "fs.h"
 #include "meta.h"
 
+/*
+ * Ranges a file's pending invalidation keeps apart: purges of scattered
+ * units (a glyph atlas) must not drop the cached pages between them.
+ */
+#define INVAL_RANGES 16
+
+struct brange {
+	uint64_t lo, hi;
+};
+
 /* What one file has to tell the kernel (notify.h).  Under notifier->lock. */
 struct inval {
 	struct inode *n;
@@ -20,8 +30,10 @@ struct inval {
 	 * flight: each on nt->undelivered while it has work, keyed by its
 	 * oldest sequence number.  seq 0: inactive. */
 	struct seqlink pend, fly;
-	uint64_t lo, hi;          /* pending bytes [lo, hi); hi UINT64_MAX: to the end */
-	bool has_range;           /* the pending part invalidates data */
+	/* The pending byte ranges, sorted and disjoint (hi UINT64_MAX: to
+	 * the end); at most INVAL_RANGES, the two closest merged beyond. */
+	struct brange rng[INVAL_RANGES];
+	unsigned nrng;
 	fuse_ino_t del_parent;    /* the pending part deletes del_name in it */
 	char *del_name;
 	uint64_t pend_last;       /* newest sequence number pending */
@@ -158,6 +170,52 @@ static int hook_prepare(void *ctx, struct inode *n)
 	return 0;
 }
 
+/*
+ * Add [lo, hi) to r's pending ranges: merged with those it overlaps or
+ * touches; past INVAL_RANGES, the two ranges with the smallest gap become
+ * one (what lies between is dropped too, which is only a cost).
+ */
+static void add_range(struct inval *r, uint64_t lo, uint64_t hi)
+{
+	unsigned i = 0, j, best = 0;
+	uint64_t gap = UINT64_MAX;
+
+	while (i < r->nrng && r->rng[i].hi < lo)
+		i++;
+	/* rng[i..j) overlap or touch [lo, hi): one range with it */
+	for (j = i; j < r->nrng && r->rng[j].lo <= hi; j++) {
+		if (r->rng[j].lo < lo)
+			lo = r->rng[j].lo;
+		if (r->rng[j].hi > hi)
+			hi = r->rng[j].hi;
+	}
+	if (j > i) {
+		r->rng[i] = (struct brange){ lo, hi };
+		memmove(&r->rng[i + 1], &r->rng[j], (r->nrng - j) * sizeof(r->rng[0]));
+		r->nrng -= j - i - 1;
+		return;
+	}
+	if (r->nrng == INVAL_RANGES) {
+		for (unsigned k = 0; k + 1 < r->nrng; k++) {
+			if (r->rng[k + 1].lo - r->rng[k].hi < gap) {
+				gap = r->rng[k + 1].lo - r->rng[k].hi;
+				best = k;
+			}
+		}
+		r->rng[best].hi = r->rng[best + 1].hi;
+		memmove(&r->rng[best + 1], &r->rng[best + 2],
+			(r->nrng - best - 2) * sizeof(r->rng[0]));
+		r->nrng--;
+		if (best + 1 == i)
+			return; /* the new range lay in the gap just closed */
+		if (best + 1 < i)
+			i--;
+	}
+	memmove(&r->rng[i + 1], &r->rng[i], (r->nrng - i) * sizeof(r->rng[0]));
+	r->rng[i] = (struct brange){ lo, hi };
+	r->nrng++;
+}
+
 static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t len)
 {
 	struct notifier *nt = ctx;
@@ -167,16 +225,7 @@ static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t l
 
 	pthread_mutex_lock(&nt->lock);
 	r = n->inval; /* prepared before the purge */
-	if (!r->pend.seq || !r->has_range) {
-		r->lo = off;
-		r->hi = end;
-		r->has_range = true;
-	} else {
-		if (off < r->lo)
-			r->lo = off;
-		if (end > r->hi)
-			r->hi = end;
-	}
+	add_range(r, off, end);
 	seq = pend_seq(nt, r);
 	make_ready(nt, r);
 	pthread_mutex_unlock(&nt->lock);
@@ -507,8 +556,9 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 {
 	struct inode *n = r->n;
 	fuse_ino_t ino = nodeid(nt->fs, n), parent = r->del_parent;
-	uint64_t lo = r->lo, hi = r->hi;
-	bool range = r->has_range, put = false, stopping;
+	struct brange rng[INVAL_RANGES];
+	unsigned nrng = r->nrng;
+	bool range = nrng > 0, put = false, stopping;
 	char *name = r->del_name;
 	struct parked *replies;
 
@@ -517,14 +567,16 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 	r->inflight = true;
 	seq_replace(&r->pend, &r->fly);
 	r->fly_last = r->pend_last;
-	r->has_range = false;
+	memcpy(rng, r->rng, nrng * sizeof(rng[0]));
+	r->nrng = 0;
 	r->del_name = NULL;
 	pthread_mutex_unlock(&nt->lock);
 
-	if (range)
+	for (unsigned i = 0; i < nrng; i++)
 		report_failure("cache invalidation",
-			       fuse_lowlevel_notify_inval_inode(nt->se, ino, (off_t)lo,
-					hi == UINT64_MAX ? 0 : (off_t)(hi - lo)));
+			       fuse_lowlevel_notify_inval_inode(nt->se, ino, (off_t)rng[i].lo,
+					rng[i].hi == UINT64_MAX ? 0 :
+					(off_t)(rng[i].hi - rng[i].lo)));
 	if (name) {
 		report_failure("removing a name from the kernel's cache",
 			       fuse_lowlevel_notify_delete(nt->se, parent, ino, name,

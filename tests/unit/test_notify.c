@@ -6,7 +6,9 @@
  * notify.h): a reply that reports a purge is sent only after the
  * invalidation it depends on, and never on a timeout; one file's slow
  * invalidation does not hold another file's report; a purge of the whole
- * mount waits for every file; POLLPRI waits for the delivery; parked
+ * mount waits for every file; a file's queued purges are coalesced
+ * without dropping the pages between scattered ones (at most 16 ranges);
+ * POLLPRI waits for the delivery; parked
  * replies are answered ENOTCONN at shutdown; an auto=unlink name is
  * deleted from the kernel's cache and its node refuses opens.
  */
@@ -34,6 +36,7 @@ struct event {
 	uintptr_t id;      /* node id (EV_INVAL, EV_DELETE), handle (EV_POLL), request (EV_REPLY) */
 	int err;           /* EV_REPLY */
 	long value;        /* EV_REPLY: xattr length or ioctl result */
+	off_t off, len;    /* EV_INVAL */
 	char name[32];     /* EV_DELETE */
 };
 
@@ -56,14 +59,14 @@ static void log_event(struct event e)
 int fuse_lowlevel_notify_inval_inode(struct fuse_session *se, fuse_ino_t ino, off_t off,
 				     off_t len)
 {
-	(void)se; (void)off; (void)len;
+	(void)se;
 	pthread_mutex_lock(&k_lock);
 	inside_blocked += ino == blocked;
 	pthread_cond_broadcast(&k_cond);
 	while (ino == blocked)
 		pthread_cond_wait(&k_cond, &k_lock);
 	pthread_mutex_unlock(&k_lock);
-	log_event((struct event){ .kind = EV_INVAL, .id = ino });
+	log_event((struct event){ .kind = EV_INVAL, .id = ino, .off = off, .len = len });
 	return 0;
 }
 
@@ -303,21 +306,27 @@ START_TEST(test_root_purge_waits_for_every_file)
 }
 END_TEST
 
-START_TEST(test_purges_coalesce_and_sequence_grows)
+/*
+ * nunits one-page units at pages first, first + step, ...; the first
+ * purged while its invalidation is held, the others queued behind it.
+ * Returns the invalidations of the file, the first one included, and
+ * checks that sequence numbers only grew.
+ */
+static int purge_behind_a_held_one(struct inode *a, unsigned nunits, unsigned step)
 {
-	struct inode *a = file_with("a", 16 * PG, false);
 	uint64_t last = 0;
 	int invals = 0;
 
-	for (unsigned i = 0; i < 8; i++) {
+	for (unsigned i = 0; i < nunits; i++) {
+		/* marked (and so purged) in a scrambled order of offsets */
+		unsigned k = (i * 7 + 3) % nunits;
 		char r[32];
 
-		snprintf(r, sizeof(r), "%u:4096", i * 2 * PG);
+		snprintf(r, sizeof(r), "%u:4096", k * step * PG);
 		ck_assert_int_eq(fs_setxattr(&fs, a, "user.volatile.mark", r, strlen(r), 0, &cred), 0);
 	}
 	block(a);
-	/* The first purge's invalidation holds the thread; seven more queue behind it. */
-	for (int i = 0; i < 8; i++) {
+	for (unsigned i = 0; i < nunits; i++) {
 		ck_assert_uint_eq(evict_bytes(&fs, PG), PG);
 		if (i == 0)
 			wait_blocked();
@@ -328,11 +337,48 @@ START_TEST(test_purges_coalesce_and_sequence_grows)
 	release();
 	wait_for(EV_REPLY, (uintptr_t)REQ(1));
 	pthread_mutex_lock(&k_lock);
-	for (int i = 0; i < nevents; i++)
-		invals += events[i].kind == EV_INVAL && events[i].id == (uintptr_t)a;
+	for (int i = 0; i < nevents; i++) {
+		if (events[i].kind != EV_INVAL || events[i].id != (uintptr_t)a)
+			continue;
+		invals++;
+		/* never more than what lies between the first and last unit */
+		ck_assert_int_ge(events[i].off, 0);
+		ck_assert_int_le(events[i].off + events[i].len, (off_t)(nunits * step * PG));
+		ck_assert_int_gt(events[i].len, 0);
+	}
+	/* every purged page was dropped by some invalidation */
+	for (unsigned k = 0; k < nunits; k++) {
+		off_t page = (off_t)(k * step * PG);
+		bool covered = false;
+
+		for (int i = 0; i < nevents && !covered; i++)
+			covered = events[i].kind == EV_INVAL && events[i].id == (uintptr_t)a &&
+				  events[i].off <= page && page + PG <= events[i].off + events[i].len;
+		ck_assert_msg(covered, "page at %lld was purged and never invalidated",
+			      (long long)page);
+	}
 	pthread_mutex_unlock(&k_lock);
-	/* one in flight, then the other seven as one range */
-	ck_assert_int_eq(invals, 2);
+	return invals;
+}
+
+START_TEST(test_scattered_purges_keep_their_ranges)
+{
+	/* one in flight, then seven ranges with gaps, one call each */
+	ck_assert_int_eq(purge_behind_a_held_one(file_with("a", 16 * PG, false), 8, 2), 8);
+}
+END_TEST
+
+START_TEST(test_touching_purges_coalesce)
+{
+	/* page 3 in flight, then 2, 1, 0, 7, 6, 5, 4 as two ranges: [0, 3) and [4, 8) */
+	ck_assert_int_eq(purge_behind_a_held_one(file_with("a", 8 * PG, false), 8, 1), 3);
+}
+END_TEST
+
+START_TEST(test_many_ranges_merge_the_closest)
+{
+	/* one in flight, then 39 ranges kept as at most 16 */
+	ck_assert_int_eq(purge_behind_a_held_one(file_with("a", 80 * PG, false), 40, 2), 17);
 }
 END_TEST
 
@@ -402,7 +448,9 @@ static Suite *notify_suite(void)
 	tcase_add_test(tc, test_report_waits_for_the_invalidation);
 	tcase_add_test(tc, test_small_file_does_not_wait_behind_a_large_one);
 	tcase_add_test(tc, test_root_purge_waits_for_every_file);
-	tcase_add_test(tc, test_purges_coalesce_and_sequence_grows);
+	tcase_add_test(tc, test_scattered_purges_keep_their_ranges);
+	tcase_add_test(tc, test_touching_purges_coalesce);
+	tcase_add_test(tc, test_many_ranges_merge_the_closest);
 	tcase_add_test(tc, test_pollpri_after_delivery);
 	tcase_add_test(tc, test_shutdown_answers_parked_replies);
 	tcase_add_test(tc, test_auto_unlink_deletes_and_refuses_opens);
