@@ -299,14 +299,39 @@ wl_small() {
 }
 
 wl_glyph() {
-	local fs=$1 f=${MNT[$1]}/atlas
+	local fs=$1 f=${MNT[$1]}/atlas plain vol noop
 	helper "$HB/glyphbench" "$f" "$GLYPH_FRAMES" plain "$REP"
-	rec glyph_plain "$fs" "$(val frames_per_s)"
+	plain=$(val frames_per_s)
+	rec glyph_plain "$fs" "$plain"
 	if [[ $fs == vfs ]]; then
+		# Batched, as a compositor would: per frame one unmark, one purged listing, one mark.
 		helper "$HB/glyphbench" "$f" "$GLYPH_FRAMES" volatile "$REP"
+		vol=$(val ns_per_call)
 		rec glyph_vol "$fs" "$(val frames_per_s)"
+		rec glyph_vol_ratio "$fs" "$(awk -v a="$(val frames_per_s)" -v b="$plain" \
+			'BEGIN { printf "%.3f", a / b }')"
 		rec glyph_calls "$fs" "$(val vol_calls_per_s)"
-		rec glyph_call_ns "$fs" "$(val ns_per_call)"
+		rec glyph_calls_frame "$fs" "$(val calls_per_frame)"
+		rec glyph_call_ns "$fs" "$vol"
+		# The same frames with a no-op round trip in place of each of those calls.
+		helper "$HB/glyphbench" "$f" "$GLYPH_FRAMES" noop "$REP"
+		noop=$(val ns_per_call)
+		rec glyph_noop_ns "$fs" "$noop"
+		rec glyph_call_noops "$fs" "$(awk -v a="$vol" -v b="$noop" \
+			'BEGIN { printf "%.3f", a / b }')"
+		# One ioctl per entry, as the benchmark did before.
+		helper "$HB/glyphbench" "$f" "$GLYPH_FRAMES" each "$REP"
+		rec glyph_each "$fs" "$(val frames_per_s)"
+		rec glyph_each_call_ns "$fs" "$(val ns_per_call)"
+		# Batched, on a mount whose limit is below the atlas: purges, regenerations.
+		helper "$HB/glyphbench" "${MNT[glyphlim]}/atlas" "$GLYPH_FRAMES" volatile "$REP"
+		rec glyph_purge "$fs" "$(val frames_per_s)"
+		rec glyph_purge_ratio "$fs" "$(awk -v a="$(val frames_per_s)" -v b="$plain" \
+			'BEGIN { printf "%.3f", a / b }')"
+		rec glyph_purge_regen "$fs" "$(awk -v a="$(val regenerated)" -v b="$GLYPH_FRAMES" \
+			'BEGIN { printf "%.2f", a / b }')"
+		rec glyph_purge_regen_ns "$fs" "$(val ns_per_regen)"
+		rm -f -- "${MNT[glyphlim]}/atlas"
 	fi
 	rm -f -- "$f"
 }
@@ -560,9 +585,19 @@ sf_restat|small files: stat again ($SF_N, attributes cached)|ops/s|up
 sf_read|small files: open + read 4 KiB + close ($SF_N)|ops/s|up
 sf_unlink|small files: unlink ($SF_N)|ops/s|up
 glyph_plain|glyph atlas 64 MiB: frames, mmap reads only|frames/s|up
-glyph_vol|glyph atlas: frames, unmark before use + mark when idle|frames/s|up
-glyph_calls|glyph atlas: mark/unmark calls in those frames|calls/s|up
-glyph_call_ns|glyph atlas: one mark or unmark call (4-64 KiB)|ns/op|down
+glyph_vol|glyph atlas: frames, volatile while idle, batched (1 unmark + 1 purged listing + 1 mark a frame)|frames/s|up
+glyph_vol_ratio|... volatile frames/s over plain frames/s, same repetition (aim >= 0.5)|x|up
+glyph_calls|glyph atlas: volatilefs calls in those frames|calls/s|up
+glyph_calls_frame|... volatilefs calls per frame|calls|down
+glyph_call_ns|... one batched call (xattr, about 24 entries)|ns/op|down
+glyph_noop_ns|... a no-op round trip in place of each of those calls, same frames|ns/op|down
+glyph_call_noops|... one batched call, in no-op round trips at the same points (aim <= 1.5)|x|down
+glyph_each|glyph atlas: frames, one ioctl per entry (unmark before use, mark when idle)|frames/s|up
+glyph_each_call_ns|... one mark or unmark ioctl (4-64 KiB)|ns/op|down
+glyph_purge|glyph atlas, batched, memory_limit=48M (below the atlas): frames with purges|frames/s|up
+glyph_purge_ratio|... over plain frames/s (4G mount), same repetition|x|up
+glyph_purge_regen|... entries found purged and regenerated per frame|entries|down
+glyph_purge_regen_ns|... one regeneration (pwrite of the entry, purging for room)|ns/op|down
 noop|no-op round trip: fgetxattr of a missing user.* name|ops/s|up
 noop_ioctl|refused ioctl round trip (mark with reserved != 0: EINVAL)|ops/s|up
 mark_ioctl|mark + unmark pair of 4 KiB, ioctl (libvolatilefs)|pairs/s|up
@@ -743,6 +778,11 @@ main() {
 		mount_tmpfs "$WORK/tmpfs" 8G
 		mount_vfs "$WORK/vfs" memory_limit=4G
 		VFS_PID=$LAST_PID
+		if [[ " $only " == *" glyph "* ]]; then
+			# The glyph atlas (64 MiB) with purges: a limit below it.
+			MNT[glyphlim]=$WORK/glyphlim
+			mount_vfs "$WORK/glyphlim" memory_limit=48M
+		fi
 		mount_tmpfs "$WORK/peer-layers" 8G
 		mount_peer "$WORK/peer" "$WORK/peer-layers"
 		for ((rep = 1; rep <= REPS; rep++)); do
@@ -756,6 +796,7 @@ main() {
 		done
 		unmount_one "$WORK/peer"
 		unmount_one "$WORK/peer-layers"
+		[[ -n ${MNT[glyphlim]:-} ]] && unmount_one "$WORK/glyphlim"
 		unmount_one "$WORK/vfs"
 		unmount_one "$WORK/tmpfs"
 	fi
@@ -824,9 +865,18 @@ report() { # COMMAND QUICK SECONDS
   second find them cached. Rates from \`clock_gettime\` around each phase.
 - **glyph atlas** (bench/glyphbench.c): a 64 MiB file of entries of 4-64 KiB read through a
   shared mmap; 48 entry uses a frame, 80% from a hot tenth. "mmap reads only" on every
-  filesystem; on volatilefs also with every entry marked volatile while idle (4 frames unused)
-  and unmarked (libvolatilefs) before use, regenerating it if the unmark says it was purged.
-  Nothing is purged here (4G limit): it is the cost of the calls. Every use checks its data.
+  filesystem. On volatilefs also with every entry marked volatile while idle (4 frames unused)
+  and unmarked before use, batched as a compositor would: each frame one
+  \`fsetxattr(user.volatile.unmark)\` naming the volatile entries it needs, one
+  \`fgetxattr(user.volatile.purged)\` to learn which of them to regenerate (pwrite), one
+  \`fsetxattr(user.volatile.mark)\` naming those gone idle. Nothing is purged on the 4G mount:
+  it is the cost of the calls. "No-op round trip in place": the same frames with
+  \`fgetxattr(user.bench.noop)\` where those calls were, timed the same way (a round trip
+  made right after the frame's reads costs more than one in a tight loop: compare calls with
+  these). "One ioctl per entry": libvolatilefs calls, one per entry, the old way. "With
+  purges": the batched frames on a mount of its own with \`memory_limit=48M\`, below the
+  atlas; entries are marked before they are written, so the writes purge older ones. Every
+  use checks its data.
 - **no-op round trip**: \`fgetxattr(fd, "user.bench.noop")\` on an open file. The kernel caches
   no xattrs, so on FUSE each call is one request to the daemon, which answers ENODATA (on
   volatilefs from an atomic flag, without a lock). On tmpfs it stays in the kernel. The

@@ -39,7 +39,7 @@
  *   PINNED  in use by the current line: not volatile, so never purged, and
  *           its bytes are valid -- composition reads it without any lock;
  *   IDLE    not needed by the current line: marked volatile, as its own unit
- *           (volatilefs_mark on exactly the slot), so the daemon can purge
+ *           (a range of exactly the slot in a mark call), so the daemon can purge
  *           it, and only it, whole;
  *   LOST    was IDLE, and the poll thread (section 3) learnt that it was
  *           purged: the entry is dropped -- the slot still belongs to the
@@ -54,15 +54,27 @@
  *      glyphs 5, ordinary ones 3, rare ones 1 -- the daemon purges lower
  *      priorities first, and the least recently used first within one);
  *   c. unmarks the IDLE and LOST slots it needs.  Slots are unmarked in runs
- *      of consecutive slots, one volatilefs_unmark() per run; when it says
- *      purged=1, volatilefs_purged() over the run tells exactly which byte
- *      ranges were lost, and the glyphs whose slots intersect them -- and
- *      only those -- are rasterised again.  LOST slots are rasterised again
- *      too.  Once unmarked, a slot can no longer be purged, so what is
- *      checked is what stays;
+ *      of consecutive slots; then volatilefs_purged() over the span of the
+ *      runs tells exactly which byte ranges were lost, and the glyphs whose
+ *      slots intersect them -- and only those -- are rasterised again.  LOST
+ *      slots are rasterised again too.  Once unmarked, a slot can no longer
+ *      be purged, so what is checked is what stays;
  *   d. rasterises glyphs that are not in the atlas (a miss) into a FREE
  *      slot or, when the atlas is full, into the least recently used IDLE or
  *      LOST slot (an eviction).
+ * Batching: every FUSE call is a round trip to the daemon, and one made
+ * between two stretches of work costs a context switch each way, whatever
+ * it does.  So a line makes as few as it can: step b is one
+ * setxattr("user.volatile.mark") per priority present (a value lists many
+ * ranges, "OFFSET:LENGTH ... priority=N", each range its own unit; the
+ * priority applies to the whole call), step c one
+ * setxattr("user.volatile.unmark") naming every run and one
+ * volatilefs_purged() listing (more only when over PURGED_BATCH extents
+ * are purged in the span).  The unmark through the xattr does not say
+ * whether anything was purged, hence the listing; a one-range
+ * volatilefs_unmark() would say it, but one call per run costs a round
+ * trip per run (the xattrs: volatilefs(8)).
+ *
  * Every write into a slot covers the whole slot with one pwrite(2): the
  * daemon gets the bytes at once, and writing bytes removes them from the
  * file's purged set.  (Stores through a writable mapping would also work,
@@ -94,8 +106,8 @@
  *
  * One mutex guards the slot table (states and the counters both threads
  * touch).  The renderer holds it while it releases and acquires the slots of
- * a line (steps b-d, including the ioctls and the rasterising), the poll
- * thread while it handles a wake-up.  So the poll thread never sees a slot
+ * a line (steps b-d, including the volatilefs calls and the rasterising),
+ * the poll thread while it handles a wake-up.  So the poll thread never sees a slot
  * half-way through an unmark and its regeneration, and when it lists the
  * purged set, every byte in it belongs to an IDLE or LOST slot: PINNED slots
  * are not volatile, and the renderer rewrote any purged bytes of the slots it
@@ -144,6 +156,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -159,6 +172,8 @@
 #define DEFAULT_FONT "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 #define DEFAULT_ATLAS (32u << 20)
 #define PURGED_BATCH 64
+/* One user.volatile.mark/unmark value: under the 64 KiB xattr limit. */
+#define VALUE_MAX 60000u
 
 static const char *prog = "glyphcache";
 
@@ -200,7 +215,8 @@ struct stats {
 	uint64_t regen_unmark;  /* purged, found by the renderer's unmark */
 	uint64_t regen_poll;    /* purged, dropped by the poll thread first */
 	uint64_t lost_bytes;    /* purged bytes the renderer listed */
-	uint64_t marks, unmarks, clipped;
+	uint64_t marks, unmarks, clipped; /* slots marked, runs unmarked */
+	uint64_t calls;         /* the renderer's volatilefs round trips */
 	uint64_t purge_events;  /* poll wake-ups that found purged extents */
 	uint64_t slots_dropped; /* IDLE slots the poll thread turned LOST */
 	uint64_t bytes_dropped; /* purged bytes the poll thread cleared */
@@ -227,7 +243,8 @@ struct cache {
 	int32_t *pinned;           /* slots pinned for the previous line */
 	size_t npinned;
 	int32_t *runs, *fill;      /* per-line scratch: slots to unmark, glyphs to fill */
-	bool *redo;                /* per-run scratch: slots to rasterise again */
+	bool *redo;                /* per-line scratch: slots to rasterise again */
+	char *value;               /* per-call scratch: a range list, VALUE_MAX + 64 */
 	uint64_t line;             /* current line number, from 1 */
 	FT_Library ft;
 	FT_Face face;
@@ -598,30 +615,60 @@ static int rasterise(struct cache *c, int32_t gi, int32_t s)
 	return 0;
 }
 
-static unsigned mark_flags(const struct cache *c, const struct glyph *g)
+static unsigned mark_priority(const struct cache *c, const struct glyph *g)
 {
 	/* Glyphs used in a quarter of the lines so far: keep them longest. */
 	if (g->uses >= 16 && (uint64_t)g->uses * 4 >= c->line)
-		return VOLATILEFS_PRIORITY(5);
+		return 5;
 	if (g->uses >= 4)
-		return VOLATILEFS_PRIORITY(3);
-	return VOLATILEFS_PRIORITY(1);
+		return 3;
+	return 1;
 }
 
-/* PINNED -> IDLE: mark slot s volatile, as one unit.  Lock held. */
-static int release(struct cache *c, int32_t s)
+/* setxattr(name) with the range list in c->value (len bytes).  Lock held. */
+static int set_ranges(struct cache *c, const char *name, size_t len)
 {
-	struct slot *sl = &c->slots[s];
-
-	if (volatilefs_mark(c->fd, slot_off(c, s), c->slot_size,
-			    mark_flags(c, &c->glyphs[sl->glyph])) < 0) {
-		fprintf(stderr, "%s: %s: volatilefs_mark of slot %" PRId32 " (%" PRIu64
-			":%u): %s\n", prog, c->path, s, slot_off(c, s), c->slot_size,
-			strerror(errno));
+	if (fsetxattr(c->fd, name, c->value, len, 0) < 0) {
+		fprintf(stderr, "%s: %s: setxattr %s \"%.60s%s\": %s\n", prog, c->path, name,
+			c->value, len > 60 ? "..." : "", strerror(errno));
 		return -1;
 	}
-	c->st.marks++;
-	sl->state = SLOT_IDLE;
+	c->st.calls++;
+	return 0;
+}
+
+/*
+ * Step b: PINNED -> IDLE for the slots s[0..n): each marked volatile as a
+ * unit of its own, one setxattr per priority present.  Lock held.
+ */
+static int release_slots(struct cache *c, const int32_t *s, size_t n)
+{
+	static const unsigned prios[] = { 5, 3, 1 };
+
+	for (size_t p = 0; p < sizeof(prios) / sizeof(prios[0]); p++) {
+		size_t len = 0, listed = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (mark_priority(c, &c->glyphs[c->slots[s[i]].glyph]) != prios[p])
+				continue;
+			if (len == 0)
+				len = (size_t)snprintf(c->value, VALUE_MAX, "priority=%u", prios[p]);
+			len += (size_t)snprintf(c->value + len, VALUE_MAX + 64 - len,
+						" %" PRIu64 ":%" PRIu32, slot_off(c, s[i]),
+						c->slot_size);
+			listed++;
+			if (len > VALUE_MAX) {
+				if (set_ranges(c, "user.volatile.mark", len) < 0)
+					return -1;
+				len = 0;
+			}
+		}
+		if (len && set_ranges(c, "user.volatile.mark", len) < 0)
+			return -1;
+		c->st.marks += listed;
+	}
+	for (size_t i = 0; i < n; i++)
+		c->slots[s[i]].state = SLOT_IDLE;
 	return 0;
 }
 
@@ -635,6 +682,7 @@ static int unmark(struct cache *c, int32_t first, int32_t n, int *purged)
 		return -1;
 	}
 	c->st.unmarks++;
+	c->st.calls++;
 	return 0;
 }
 
@@ -682,54 +730,71 @@ static int cmp_int32(const void *a, const void *b)
 }
 
 /*
- * Step c for one run of consecutive slots [first, first + n), all IDLE or
- * LOST and needed by this line: one unmark; if anything was purged, list
- * the purged extents and rasterise again the glyphs whose slots they touch.
- * LOST slots are rasterised again whatever the unmark says.  Lock held.
+ * Step c for the slots s[0..n), sorted, all IDLE or LOST and needed by this
+ * line: one setxattr unmarks them, run by run; then the purged extents in
+ * their span are listed, and the glyphs whose slots they touch are
+ * rasterised again.  LOST slots are rasterised again whatever the listing
+ * says.  Extents over slots that this line does not need are left to the
+ * poll thread.  Lock held.
  */
-static int unmark_run(struct cache *c, int32_t first, int32_t n)
+static int unmark_slots(struct cache *c, const int32_t *s, size_t n)
 {
-	int32_t end = first + n;
-	int purged = 0;
+	uint64_t off = slot_off(c, s[0]), stop = slot_off(c, s[n - 1] + 1);
 	bool *redo = c->redo;
+	size_t len = 0, k = 0;
 
-	memset(redo, 0, (size_t)n * sizeof(*redo));
-	if (unmark(c, first, n, &purged) < 0)
-		return -1;
-	if (purged) {
-		uint64_t off = slot_off(c, first), stop = slot_off(c, end);
+	memset(redo, 0, n * sizeof(*redo));
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
 
-		/* Page through: each batch starts where the last extent ended. */
-		for (;;) {
-			struct volatilefs_extent ext[PURGED_BATCH];
-			size_t count, got;
-
-			if (volatilefs_purged(c->fd, off, stop - off, ext, PURGED_BATCH,
-					      &count) < 0) {
-				if (errno == EAGAIN)
-					continue;
-				fprintf(stderr, "%s: %s: volatilefs_purged(%" PRIu64 ", %" PRIu64
-					"): %s\n", prog, c->path, off, stop - off, strerror(errno));
+		while (j < n && s[j] == s[j - 1] + 1)
+			j++;
+		len += (size_t)snprintf(c->value + len, VALUE_MAX + 64 - len, "%" PRIu64 ":%" PRIu64 " ",
+					slot_off(c, s[i]), (uint64_t)(j - i) * c->slot_size);
+		c->st.unmarks++;
+		if (len > VALUE_MAX || j == n) {
+			if (set_ranges(c, "user.volatile.unmark", len) < 0)
 				return -1;
-			}
-			got = count < PURGED_BATCH ? count : PURGED_BATCH;
-			for (size_t i = 0; i < got; i++) {
-				uint64_t a = ext[i].offset, b = a + ext[i].length;
-
-				c->st.lost_bytes += ext[i].length;
-				for (uint64_t s = a / c->slot_size; s * c->slot_size < b; s++)
-					redo[s - (uint64_t)first] = true;
-			}
-			if (count <= PURGED_BATCH || got == 0)
-				break;
-			off = ext[got - 1].offset + ext[got - 1].length;
+			len = 0;
 		}
+		i = j;
 	}
-	for (int32_t s = first; s < end; s++) {
-		struct slot *sl = &c->slots[s];
+	/* Page through: each batch starts where the last extent ended. */
+	for (;;) {
+		struct volatilefs_extent ext[PURGED_BATCH];
+		size_t count, got;
 
-		if (sl->state == SLOT_LOST || redo[s - first]) {
-			if (rasterise(c, sl->glyph, s) < 0)
+		if (volatilefs_purged(c->fd, off, stop - off, ext, PURGED_BATCH, &count) < 0) {
+			if (errno == EAGAIN)
+				continue;
+			fprintf(stderr, "%s: %s: volatilefs_purged(%" PRIu64 ", %" PRIu64 "): %s\n",
+				prog, c->path, off, stop - off, strerror(errno));
+			return -1;
+		}
+		c->st.calls++;
+		got = count < PURGED_BATCH ? count : PURGED_BATCH;
+		/* Extents are sorted and disjoint, and so are the slots. */
+		for (size_t i = 0; i < got; i++) {
+			uint64_t a = ext[i].offset, b = a + ext[i].length;
+
+			while (k < n && slot_off(c, s[k] + 1) <= a)
+				k++;
+			for (size_t m = k; m < n && slot_off(c, s[m]) < b; m++) {
+				uint64_t lo = slot_off(c, s[m]), hi = slot_off(c, s[m] + 1);
+
+				redo[m] = true;
+				c->st.lost_bytes += (b < hi ? b : hi) - (a > lo ? a : lo);
+			}
+		}
+		if (count <= PURGED_BATCH || got == 0)
+			break;
+		off = ext[got - 1].offset + ext[got - 1].length;
+	}
+	for (size_t m = 0; m < n; m++) {
+		struct slot *sl = &c->slots[s[m]];
+
+		if (sl->state == SLOT_LOST || redo[m]) {
+			if (rasterise(c, sl->glyph, s[m]) < 0)
 				return -1;
 			if (sl->state == SLOT_LOST)
 				c->st.regen_poll++;
@@ -751,20 +816,20 @@ static int unmark_run(struct cache *c, int32_t first, int32_t n)
 static int prepare_line(struct cache *c, const int32_t *need, size_t n)
 {
 	int32_t *runs = c->runs, *fill = c->fill;
-	size_t nruns = 0, nfill = 0, keep = 0;
+	size_t nruns = 0, nfill = 0, keep = 0, nidle = 0;
 	int ret = -1;
 
 	pthread_mutex_lock(&c->lock);
 
-	/* b. release */
+	/* b. release (runs is free until step c: it holds the slots going idle) */
 	for (size_t i = 0; i < c->npinned; i++) {
 		int32_t s = c->pinned[i];
 
-		if (c->glyphs[c->slots[s].glyph].line == c->line)
-			continue; /* needed again: stays pinned */
-		if (release(c, s) < 0)
-			goto out;
+		if (c->glyphs[c->slots[s].glyph].line != c->line)
+			runs[nidle++] = s; /* else needed again: stays pinned */
 	}
+	if (release_slots(c, runs, nidle) < 0)
+		goto out;
 
 	/* c. classify: pinned already, to unmark, or not in the atlas */
 	for (size_t i = 0; i < n; i++) {
@@ -781,15 +846,8 @@ static int prepare_line(struct cache *c, const int32_t *need, size_t n)
 		}
 	}
 	qsort(runs, nruns, sizeof(*runs), cmp_int32);
-	for (size_t i = 0; i < nruns;) {
-		size_t j = i + 1;
-
-		while (j < nruns && runs[j] == runs[j - 1] + 1)
-			j++;
-		if (unmark_run(c, runs[i], (int32_t)(j - i)) < 0)
-			goto out;
-		i = j;
-	}
+	if (nruns && unmark_slots(c, runs, nruns) < 0)
+		goto out;
 
 	/* d. misses */
 	for (size_t i = 0; i < nfill; i++) {
@@ -823,11 +881,10 @@ out:
 /* At the end: every pinned slot goes idle, as a compositor going idle. */
 static int release_all(struct cache *c)
 {
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < c->npinned && ret == 0; i++)
-		ret = release(c, c->pinned[i]);
+	ret = release_slots(c, c->pinned, c->npinned);
 	c->npinned = 0;
 	pthread_mutex_unlock(&c->lock);
 	return ret;
@@ -1289,6 +1346,7 @@ static void print_stats(const struct cache *c, const struct image *im, const str
 	printf("bytes_dropped=%" PRIu64 "\n", s->bytes_dropped);
 	printf("marks=%" PRIu64 "\n", s->marks);
 	printf("unmarks=%" PRIu64 "\n", s->unmarks);
+	printf("volatile_calls=%" PRIu64 "\n", s->calls);
 	printf("clipped_glyphs=%" PRIu64 "\n", s->clipped);
 	printf("pages=%" PRIu64 "\n", im->pages);
 	printf("seconds=%.3f\n", seconds);
@@ -1324,6 +1382,7 @@ int main(int argc, char **argv)
 	c.fill = xcalloc(longest + 1, sizeof(*c.fill), "the miss list");
 	c.redo = xcalloc(longest + 1, sizeof(*c.redo), "the regeneration list");
 	c.stage = xcalloc(1, c.slot_size, "the staging slot");
+	c.value = xcalloc(1, VALUE_MAX + 64, "the range list");
 	need = xcalloc(longest + 1, sizeof(*need), "the line's glyph list");
 	im.width = o.width;
 	im.page_lines = o.page_lines;
@@ -1332,8 +1391,8 @@ int main(int argc, char **argv)
 	im.height = im.line_height * o.page_lines;
 	im.pgm = o.pgm;
 	im.px = xcalloc((size_t)im.width, im.height, "the image page");
-	if (!c.slots || !c.pinned || !c.runs || !c.fill || !c.redo || !c.stage || !need ||
-	    !im.px)
+	if (!c.slots || !c.pinned || !c.runs || !c.fill || !c.redo || !c.stage || !c.value ||
+	    !need || !im.px)
 		goto out;
 	for (uint32_t s = 0; s < c.nslots; s++)
 		c.slots[s].glyph = -1;
@@ -1416,6 +1475,7 @@ out:
 	free(im.px);
 	free(need);
 	free(c.stage);
+	free(c.value);
 	free(c.pinned);
 	free(c.runs);
 	free(c.fill);
