@@ -5,14 +5,19 @@
 #include "fault.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 int arena_init(struct arena *a)
 {
 	memset(a, 0, sizeof(*a));
 	atomic_init(&a->in_use, 0);
+	a->pidfd = -1;
 	return -pthread_mutex_init(&a->lock, NULL);
 }
 
@@ -22,6 +27,8 @@ void arena_destroy(struct arena *a)
 		munmap(a->chunks[i], ARENA_CHUNK_BYTES);
 	free(a->chunks);
 	free(a->free_pages);
+	if (a->pidfd >= 0)
+		close(a->pidfd);
 	pthread_mutex_destroy(&a->lock);
 	memset(a, 0, sizeof(*a));
 }
@@ -157,9 +164,61 @@ static int cmp_ptr(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
+/* This process's pidfd for process_madvise, or -1 (then one madvise per run). */
+static int advice_pidfd(struct arena *a)
+{
+	int fd;
+
+	pthread_mutex_lock(&a->lock);
+	if (!a->no_batch_advice && (a->pidfd < 0 || a->pidfd_pid != getpid())) {
+		/* Opened before a fork, it names the parent: never use it. */
+		if (a->pidfd >= 0)
+			close(a->pidfd);
+		a->pidfd_pid = getpid();
+		a->pidfd = (int)syscall(SYS_pidfd_open, a->pidfd_pid, 0);
+		if (a->pidfd < 0)
+			a->no_batch_advice = true;
+	}
+	fd = a->no_batch_advice ? -1 : a->pidfd;
+	pthread_mutex_unlock(&a->lock);
+	return fd;
+}
+
+/*
+ * Give runs iov[0..n) back to the kernel.  A freed page must read as
+ * zeros when it is handed out again: a run the kernel would not take
+ * back is cleared by hand.
+ */
+static void advise_dontneed(struct arena *a, struct iovec *iov, size_t n)
+{
+	size_t done = 0;
+	int fd = n > 1 ? advice_pidfd(a) : -1;
+
+	if (fd >= 0) {
+		/* One call and one TLB flush for the lot: page by page, each
+		 * madvise interrupts every CPU running one of our threads. */
+		ssize_t got = syscall(SYS_process_madvise, fd, iov, n, MADV_DONTNEED, 0);
+
+		if (got < 0 && (errno == EINVAL || errno == ENOSYS || errno == EPERM ||
+				errno == ESRCH || errno == EBADF)) {
+			pthread_mutex_lock(&a->lock);
+			a->no_batch_advice = true; /* an older kernel: per run from now on */
+			pthread_mutex_unlock(&a->lock);
+		}
+		/* What it did is whole runs from the start; the rest by hand. */
+		for (size_t left = got > 0 ? (size_t)got : 0; done < n && left >= iov[done].iov_len;
+		     done++)
+			left -= iov[done].iov_len;
+	}
+	for (; done < n; done++)
+		if (madvise(iov[done].iov_base, iov[done].iov_len, MADV_DONTNEED) != 0)
+			memset(iov[done].iov_base, 0, iov[done].iov_len);
+}
+
 void arena_free_batch(struct arena *a, void **pages, size_t n)
 {
-	size_t i, run;
+	struct iovec iov[64];
+	size_t i, run, niov = 0;
 
 	if (!n)
 		return;
@@ -172,11 +231,14 @@ void arena_free_batch(struct arena *a, void **pages, size_t n)
 		for (run = 1; i + run < n &&
 		     (char *)pages[i + run] == start + run * ARENA_PAGE_SIZE; run++)
 			;
-		/* A freed page must read as zeros when it is handed out
-		 * again; if the kernel would not take it back, clear it. */
-		if (madvise(start, run * ARENA_PAGE_SIZE, MADV_DONTNEED) != 0)
-			memset(start, 0, run * ARENA_PAGE_SIZE);
+		iov[niov].iov_base = start;
+		iov[niov].iov_len = run * ARENA_PAGE_SIZE;
+		if (++niov == sizeof(iov) / sizeof(iov[0])) {
+			advise_dontneed(a, iov, niov);
+			niov = 0;
+		}
 	}
+	advise_dontneed(a, iov, niov);
 	pthread_mutex_lock(&a->lock);
 	if (arena_reserve_free_locked(a, n) == 0) {
 		memcpy(a->free_pages + a->nfree, pages, n * sizeof(*pages));

@@ -35,6 +35,7 @@
 #define VOLATILEFS_ARENA_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +54,13 @@ struct arena {
 	size_t nfree, free_cap;
 	atomic_uint_fast64_t in_use; /* pages handed out */
 	_Atomic uint64_t *charged;   /* bytes reserved (mem.h), or NULL; set once */
+	/* process_madvise(2) of this process, for freeing a batch of
+	 * scattered pages in one call and one TLB flush (MADV_DONTNEED on
+	 * oneself: Linux 6.13 and later); opened on first use by the process
+	 * that frees (the daemon forks after arena_init).  Under lock. */
+	int pidfd;                /* -1: not opened */
+	int pidfd_pid;            /* the process it was opened for */
+	bool no_batch_advice;     /* the kernel refused it: one madvise per run */
 };
 
 /* Zero on success, -errno on failure. */

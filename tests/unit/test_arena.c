@@ -1,5 +1,7 @@
 /* Unit tests for the page arena (src/daemon/arena.c). */
 #include <check.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +164,81 @@ START_TEST(arena_alloc_many_gives_resident_sorted_pages)
 }
 END_TEST
 
+/*
+ * Scattered pages freed in one batch (one process_madvise call for many
+ * runs where the kernel has it): the freed ones leave memory and read
+ * zeros when handed out again, the others keep their bytes.
+ */
+START_TEST(arena_free_scattered_batch)
+{
+	struct arena a;
+	void *v[400], *freed[200], *again[200];
+
+	ck_assert_int_eq(arena_init(&a), 0);
+	ck_assert_uint_eq(arena_alloc_many(&a, v, 400), 400);
+	for (size_t i = 0; i < 400; i++)
+		memset(v[i], 0x40 + (int)(i % 7), ARENA_PAGE_SIZE);
+	for (size_t i = 0; i < 200; i++)
+		freed[i] = v[2 * i + 1];
+	arena_free_batch(&a, freed, 200);
+	for (size_t i = 0; i < 400; i++) {
+		unsigned char in = 0;
+
+		ck_assert_int_eq(mincore(v[i], ARENA_PAGE_SIZE, &in), 0);
+		if (i % 2) {
+			ck_assert_msg(!(in & 1), "freed page %zu is still resident", i);
+		} else {
+			ck_assert_msg(in & 1, "kept page %zu left memory", i);
+			ck_assert_int_eq(((unsigned char *)v[i])[100], 0x40 + (int)(i % 7));
+		}
+	}
+	ck_assert_uint_eq(arena_alloc_many(&a, again, 200), 200);
+	for (size_t i = 0; i < 200; i++)
+		ck_assert_int_eq(((char *)again[i])[ARENA_PAGE_SIZE / 2], 0);
+	arena_destroy(&a);
+}
+END_TEST
+
+/*
+ * The daemon sets its arena up and then forks (fuse_daemonize): a batch
+ * freed in the child must never advise the parent's memory.
+ */
+START_TEST(arena_free_after_fork_spares_the_parent)
+{
+	struct arena a;
+	void *v[96], *odd[32], *first[16];
+	pid_t pid;
+	int status;
+
+	ck_assert_int_eq(arena_init(&a), 0);
+	ck_assert_uint_eq(arena_alloc_many(&a, v, 96), 96);
+	for (size_t i = 0; i < 96; i++)
+		memset(v[i], 0x77, ARENA_PAGE_SIZE);
+	for (size_t i = 0; i < 32; i++)
+		odd[i] = v[2 * i + 1];
+	/* A batch freed before the fork opens the parent's pidfd. */
+	for (size_t i = 0; i < 16; i++)
+		first[i] = v[64 + 2 * i];
+	arena_free_batch(&a, first, 16);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		bool batched = !a.no_batch_advice; /* the kernel took the parent's batch */
+
+		arena_free_batch(&a, odd, 32);
+		if (((char *)odd[5])[9] != 0)
+			_exit(1);
+		/* ... and the child's, through a pidfd of its own */
+		_exit(batched && a.no_batch_advice ? 2 : 0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	for (size_t i = 0; i < 64; i++)
+		ck_assert_int_eq(((unsigned char *)v[i])[9], 0x77);
+	arena_destroy(&a);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("arena");
@@ -173,6 +250,8 @@ int main(void)
 	tcase_add_test(tc, arena_freed_page_reads_zero_when_reused);
 	tcase_add_test(tc, arena_grows_past_one_chunk);
 	tcase_add_test(tc, arena_free_returns_memory_to_the_kernel);
+	tcase_add_test(tc, arena_free_scattered_batch);
+	tcase_add_test(tc, arena_free_after_fork_spares_the_parent);
 	tcase_add_test(tc, arena_alloc_many_gives_resident_sorted_pages);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
