@@ -13,6 +13,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* Under valgrind, which knows neither pidfd_open nor process_madvise and
+ * says so on stderr, free page runs one madvise at a time. */
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define UNDER_VALGRIND() RUNNING_ON_VALGRIND
+#else
+#define UNDER_VALGRIND() 0
+#endif
+
 int arena_init(struct arena *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -170,6 +179,8 @@ static int advice_pidfd(struct arena *a)
 	int fd;
 
 	pthread_mutex_lock(&a->lock);
+	if (!a->no_batch_advice && UNDER_VALGRIND())
+		a->no_batch_advice = true;
 	if (!a->no_batch_advice && (a->pidfd < 0 || a->pidfd_pid != getpid())) {
 		/* Opened before a fork, it names the parent: never use it. */
 		if (a->pidfd >= 0)
