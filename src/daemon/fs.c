@@ -352,27 +352,26 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 		return ret;
 	if (!S_ISDIR(dir->mode))
 		return -ENOTDIR;
-	/* A unit for a file created in a cache directory, taken before
-	 * anything changes. */
-	if (S_ISREG(mode) && !(spare = unit_alloc()))
-		return -ENOMEM;
 	switch (mode & S_IFMT) {
 	case S_IFREG: case S_IFDIR: case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
 		break;
 	case S_IFLNK:
 		if (!target)
 			return -EINVAL;
-		copy = meta_strdup(target);
-		if (!copy)
-			return -ENOMEM;
 		break;
 	default:
-		ret = -EINVAL;
-		goto out_free;
+		return -EINVAL;
 	}
+	/* Room first (purging if need be), then what the node needs beside
+	 * itself: a unit for a file created in a cache directory, a
+	 * symlink's target; all taken before anything changes. */
 	ret = room_for_metadata(fs);
 	if (ret)
-		goto out_free;
+		return ret;
+	if (S_ISREG(mode) && !(spare = unit_alloc()))
+		return -ENOMEM;
+	if (S_ISLNK(mode) && !(copy = meta_strdup(target)))
+		return -ENOMEM;
 
 	pthread_rwlock_wrlock(&fs->ns_lock);
 	if (dir->nlink == 0) {
@@ -433,7 +432,6 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 	inode_stat_locked(n, st); /* unreachable by others until ns_lock drops */
 out_unlock:
 	pthread_rwlock_unlock(&fs->ns_lock);
-out_free:
 	meta_free(copy);
 	unit_free(spare);
 	return ret;
