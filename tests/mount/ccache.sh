@@ -40,6 +40,11 @@ if [[ ${1:-} != --mounted ]]; then
 	vfs_run_mounted "${BASH_SOURCE[0]}" "$1" -o auto=unlink,memory_limit=1G
 fi
 
+# The compiler by its full path, found as the shell finds it: ccache's own
+# PATH search takes a directory named gcc (meson puts the directories of the
+# test's libraries, /usr/lib among them, first in PATH; /usr/lib/gcc exists).
+GCC=$(command -v gcc)
+
 tighten_limit 4
 table=$((512 * 1024))
 n=$((2 * headroom / table + 1))
@@ -87,7 +92,7 @@ compile_all()
 	local out=$1 order=$2
 	shift 2
 	if [[ $order == up ]]; then seq 0 $((n - 1)); else seq $((n - 1)) -1 0; fi |
-		(cd "$src" && xargs -P 2 -I '{}' "$@" gcc -O1 -c 't{}.c' -o "$out/t{}.o")
+		(cd "$src" && xargs -P 2 -I '{}' "$@" "$GCC" -O1 -c 't{}.c' -o "$out/t{}.o")
 }
 
 compile_all "$tmp/ref" up || fail "the reference compile (gcc without ccache) failed"
@@ -131,7 +136,7 @@ results pass2
 ((misses > 0)) || fail "pass 2: no miss: the limit did not cost ccache anything"
 ok "pass 2: ccache still hits under the limit, and misses what was purged"
 
-(cd "$src" && ccache gcc -O1 -o "$tmp/prog" main.c "$tmp"/out2/t*.o) || fail "linking the program failed"
+(cd "$src" && ccache "$GCC" -O1 -o "$tmp/prog" main.c "$tmp"/out2/t*.o) || fail "linking the program failed"
 "$tmp/prog" > "$tmp/got.txt" || fail "the program failed"
 cmp -s "$tmp/got.txt" "$tmp/expected.txt" || fail "the program's hashes differ from Python's"
 ok "the program linked from pass 2 prints the $n hashes Python computed"
