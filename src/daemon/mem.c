@@ -191,6 +191,7 @@ void mem_tune_malloc(void)
 	/* Failing leaves glibc's defaults: slower to give back, not wrong. */
 	mallopt(M_TRIM_THRESHOLD, MEM_MALLOC_TRIM);
 	mallopt(M_MMAP_THRESHOLD, MEM_MALLOC_TRIM);
+	mallopt(M_MXFAST, 0);
 }
 
 bool mem_trim(struct mem *m, bool force)

@@ -122,6 +122,17 @@ void mem_meta_uncharge(struct mem *m, uint64_t bytes);
  * top resident: malloc_trim gives back the free chunks inside an arena,
  * but only the main arena's top.  Measured: 8 MiB left after a flood of
  * marks was deleted, on a loaded machine.
+ *
+ * And no fastbins (M_MXFAST 0).  A worker thread's arena gives its top
+ * back only when a free merges at least 64 KiB into it (glibc's
+ * heap_trim); a small block freed into a fastbin is not merged at all
+ * until malloc_consolidate, which malloc_trim itself calls: it then
+ * merges a deleted flood's units (112-byte chunks) into the top of their
+ * arena, and nothing trims that top again.  Measured: 2 of 12 sparse
+ * floods left one arena's top of 6-13 MiB resident (malloc_info: the
+ * heap's free top = its resident figure, 10 KiB in use).  Without
+ * fastbins a free merges at once and trims the top past MEM_MALLOC_TRIM;
+ * the thread caches (tcache) still serve small blocks without a lock.
  */
 #define MEM_MALLOC_TRIM (128u << 10)
 void mem_tune_malloc(void);

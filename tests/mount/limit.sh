@@ -472,14 +472,7 @@ case_flood()
 	else
 		fail "after rm of the flooded file, a 16 MiB write failed: $write"
 	fi
-	if [[ ${1:-} == sparse ]]; then
-		# Known, intermittent: after 575,000 deleted units one heap
-		# mapping sometimes stays at ~20 MiB (2 of 6 runs on a fresh
-		# clone); reported, not failed, until it is understood.
-		echo "$vfs_test: reported only: after the sparse flood and rm: VmRSS $rss_now KiB, idle $idle_kib KiB"
-	else
-		check_back_to_idle "after the flood and rm"
-	fi
+	check_back_to_idle "after the flood and rm"
 	if [[ -n $sanitizer ]]; then
 		# The sanitizer's allocator keeps the flood's freed metadata
 		# resident (malloc_trim cannot hand it back), so the mount stays
