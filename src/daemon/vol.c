@@ -178,6 +178,14 @@ int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r_in, size_t
 	if (!r)
 		return -ENOMEM;
 	nr = merge_ranges(r_in, nr_in, r);
+	/* A split keeps one more unit: purge for the spares first, as a
+	 * mark does, so that an unmark at the limit is not refused while
+	 * volatile data holds memory. */
+	ret = fs_room(fs, nr * meta_cost(sizeof(struct unit)));
+	if (ret) {
+		free(r);
+		return ret;
+	}
 	spare = calloc(nr ? nr : 1, sizeof(*spare));
 	if (!spare) {
 		free(r);

@@ -52,7 +52,11 @@ int vol_check_range(uint64_t offset, uint64_t length, struct vrange *out);
  */
 int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 	     unsigned priority, bool age);
-/* Unmark the ranges; *bytes and *purged as SPEC section 4.  All or nothing. */
+/*
+ * Unmark the ranges; *bytes and *purged as SPEC section 4.  All or
+ * nothing.  -ENOSPC when the spare units a split may need find no room
+ * after purging, -ENOMEM.
+ */
 int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 	       uint64_t *bytes, int *purged);
 /*
