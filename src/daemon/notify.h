@@ -11,10 +11,12 @@
  * (FUSE-NOTES.md).  So:
  *
  * - Each file that has something to tell the kernel has a record (struct
- *   inval, hung on the inode, allocated by notifier_prepare() before the
+ *   inval, hung on the inode, allocated by the prepare hook before the
  *   purge, so that queueing can never fail after it).  A purge adds its
- *   range to the record's pending range (coalesced: one invalidation per
- *   file per round, however many units went) under a new sequence number;
+ *   range to the record's pending ranges (coalesced: touching ranges
+ *   merge, at most INVAL_RANGES (16) are kept apart and the two closest merge
+ *   past that, so the pages between scattered units stay cached; one
+ *   round per file however many units went) under a new sequence number;
  *   an auto=unlink name removed by a purge adds the name to delete.
  * - A few delivery threads (NOTIFY_THREADS) take records from a ready
  *   queue, one file per thread, and send its invalidation and dentry
