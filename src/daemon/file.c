@@ -104,18 +104,79 @@ void file_resv_release(struct fs *fs, struct file_resv *r)
 }
 
 /*
+ * What a write puts into the range: bytes [off, off + size) of the file
+ * come from buf.  NULL for a range that only gets memory (fallocate).
+ */
+struct fill_src {
+	const char *buf;
+	uint64_t off;
+	size_t size;
+};
+
+/* Copy the source's part of page index i into the resident page p. */
+static void page_copy_in(char *p, uint64_t i, const struct fill_src *src)
+{
+	uint64_t from = i * PG > src->off ? i * PG : src->off;
+	uint64_t to = (i + 1) * PG < src->off + src->size ? (i + 1) * PG : src->off + src->size;
+
+	memcpy(p + from % PG, src->buf + (from - src->off), to - from);
+}
+
+/*
+ * Make the new pages[0..n) of page indexes idx[0..n) resident, each
+ * holding its part of src (zeros elsewhere).  A page wholly inside the
+ * source is filled from it in place, a run of them in one call, so its
+ * bytes are written once and never cleared first; a page the source
+ * covers in part is put together in a buffer first.  Both arrays ascend.
+ */
+static int pages_fill_new(struct arena *ar, void **pages, const uint64_t *idx, size_t n,
+			  const struct fill_src *src)
+{
+	size_t j, run;
+
+	for (j = 0; j < n; j += run) {
+		char *start = pages[j];
+		bool whole = src && idx[j] * PG >= src->off &&
+			     (idx[j] + 1) * PG <= src->off + src->size;
+		const char *from = whole ? src->buf + (idx[j] * PG - src->off) : NULL;
+		int ret;
+
+		run = 1;
+		if (!src || whole) /* a page the source covers in part goes alone */
+			while (j + run < n && (char *)pages[j + run] == start + run * PG &&
+			       idx[j + run] == idx[j] + run &&
+			       (!whole || (idx[j + run] + 1) * PG <= src->off + src->size))
+				run++;
+		if (src && !whole) {
+			char tmp[PG] __attribute__((aligned(64)));
+
+			memset(tmp, 0, sizeof(tmp));
+			page_copy_in(tmp, idx[j], src);
+			ret = arena_fill(ar, start, tmp, PG);
+		} else {
+			ret = arena_fill(ar, start, from, run * PG);
+		}
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/*
  * Give every page in [first, last] memory, out of reservation r (its
- * pages and, for new page-map nodes, its metadata credit).  Pages come
- * from the arena in batches, resident already (the accounting counts
- * every handed-out page as resident).  Returns zero, -EAGAIN when more
- * pages are missing than r holds (the range changed since it was
- * reserved: reserve again), or -ENOMEM; the pages already given stay
- * (they read as zeros, which they were).
+ * pages and, for new page-map nodes, its metadata credit), and, when src
+ * is given, write its bytes into every page of the range, old or new.
+ * Pages come from the arena in batches and are made resident before
+ * they are added (the accounting counts every handed-out page as
+ * resident).  Returns zero, -EAGAIN when more pages are missing than r
+ * holds (the range changed since it was reserved: reserve again), or
+ * -ENOMEM; the pages already given stay, as do the bytes written into
+ * them (a failed write may leave a prefix of its range written).
  */
 #define FILL_BATCH 256
 
 static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t last,
-		      bool used, struct file_resv *r)
+		      bool used, struct file_resv *r, const struct fill_src *src)
 {
 	struct mem *m = &fs->mem;
 	uint64_t idx[FILL_BATCH];
@@ -128,7 +189,8 @@ static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t l
 	while (i <= last && ret == 0) {
 		size_t want = 0, got, j;
 
-		/* The next missing pages: those before the next held one. */
+		/* The next missing pages: those before the next held one;
+		 * a held page on the way gets its bytes at once. */
 		while (i <= last && want < FILL_BATCH) {
 			uint64_t held;
 			uintptr_t e;
@@ -139,8 +201,11 @@ static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t l
 				tags[want] = PM_TAGS(pagemap_get(&n->pages, i));
 				idx[want++] = i;
 			}
-			if (i == held)
+			if (i == held && held <= last) {
+				if (src)
+					page_copy_in(PM_PAGE(e), i, src);
 				i++;
+			}
 		}
 		if (!want)
 			break;
@@ -148,17 +213,18 @@ static int pages_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t l
 			ret = -EAGAIN;
 			break;
 		}
-		got = arena_alloc_many(m->arena, pages, want);
+		got = arena_take_many(m->arena, pages, want);
 		r->pages -= got; /* taken: from now on they are the arena's to uncharge */
-		for (j = 0; j < got; j++) {
+		ret = pages_fill_new(m->arena, pages, idx, got, src);
+		for (j = 0; j < got && ret == 0; j++) {
 			ret = pagemap_set(&n->pages, idx[j], (uintptr_t)pages[j] | tags[j], NULL);
-			if (ret < 0) {
-				arena_free_batch(m->arena, pages + j, got - j);
+			if (ret < 0)
 				break;
-			}
 			units_page_added(&fs->lru, &n->units, idx[j], used);
 		}
-		if (ret == 0 && got < want)
+		if (ret < 0)
+			arena_free_batch(m->arena, pages + j, got - j);
+		else if (got < want)
 			ret = -ENOMEM;
 	}
 	r->meta = meta_credit_end();
@@ -178,7 +244,6 @@ ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const ch
 	struct file_resv r;
 	struct unit *spare = NULL;
 	uint64_t first, last;
-	size_t done = 0;
 	int ret;
 
 	if (size == 0)
@@ -210,7 +275,8 @@ ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const ch
 	}
 	/* Under write_policy=unmark the written pages leave their units
 	 * below: no unit is used by this write. */
-	ret = pages_fill(fs, n, first, last, !spare, &r);
+	ret = pages_fill(fs, n, first, last, !spare, &r,
+			 &(struct fill_src){ .buf = buf, .off = off, .size = size });
 	if (ret == 0) {
 		meta_credit_begin(r.meta);
 		ret = extset_remove(&n->purged, off, off + size);
@@ -224,16 +290,6 @@ ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const ch
 	if (spare) {
 		units_unmark(&fs->lru, &n->units, &n->pages, first, last + 1, 0, &spare);
 		unit_free(spare);
-	}
-	while (done < size) {
-		uint64_t pos = off + done;
-		size_t in = pos % PG, chunk = PG - in;
-		char *page = PM_PAGE(pagemap_get(&n->pages, pos / PG));
-
-		if (chunk > size - done)
-			chunk = size - done;
-		memcpy(page + in, buf + done, chunk);
-		done += chunk;
 	}
 	if (off + size > n->size)
 		n->size = off + size;
@@ -333,7 +389,7 @@ int file_fallocate_step_locked(struct fs *fs, struct inode *n, struct file_fallo
 {
 	uint64_t stop = fa->last - fa->pos < FILE_FALLOC_BATCH ? fa->last
 							       : fa->pos + FILE_FALLOC_BATCH - 1;
-	int ret = pages_fill(fs, n, fa->pos, stop, false, &fa->resv);
+	int ret = pages_fill(fs, n, fa->pos, stop, false, &fa->resv, NULL);
 
 	if (ret == -EAGAIN) {
 		/* Pages counted as held when we reserved went meanwhile (a
@@ -346,7 +402,7 @@ int file_fallocate_step_locked(struct fs *fs, struct inode *n, struct file_fallo
 			return ret;
 		fa->resv.pages += more.pages;
 		fa->resv.meta += more.meta;
-		ret = pages_fill(fs, n, fa->pos, stop, false, &fa->resv);
+		ret = pages_fill(fs, n, fa->pos, stop, false, &fa->resv, NULL);
 	}
 	if (ret < 0)
 		return ret;
