@@ -7,7 +7,9 @@
 # dropping its pages from the page cache). A second fio run with verify_only,
 # after dropping all caches when allowed (root), verifies it again from what
 # the daemon holds. Checks: fio exits 0 both times, reports err=0, read back
-# the full size, printed no verify error; the file has the full size.
+# the full size, printed no verify error; the file has the full size. As
+# root, the mount's readahead window (its bdi's read_ahead_kb) is 1024 KiB:
+# the daemon widens it from the kernel's 128 KiB (src/daemon/ops.c).
 
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -56,6 +58,11 @@ run_fio()
 	eq "$what: KiB read back and verified" "$read_kb" $((bytes / 1024))
 }
 
+if ((EUID == 0)); then
+	bdi=/sys/class/bdi/$(mountpoint -d "$VFS_TEST_DIR")/read_ahead_kb
+	[[ -r $bdi ]] || fail "no readahead setting for the mount at $bdi"
+	eq "readahead window of the mount (KiB, $bdi)" "$(cat "$bdi")" 1024
+fi
 run_fio "write $size + verify" --do_verify=1 --end_fsync=1
 eq "file size" "$(stat -c %s "$file")" "$bytes"
 
