@@ -26,6 +26,12 @@
  *      gone unused for 4 frames (each range becomes a unit of its own).
  * A step with nothing to name makes no call.
  *
+ * batch: as volatile, in ONE round trip per frame: volatilefs_batch (an
+ * ioctl) unmarks the entries the frame needs, says for each whether it
+ * was purged, and marks those that went idle at the end of the previous
+ * frame (marking is one frame later than in volatile; an idle entry the
+ * frame needs again is not marked at all).
+ *
  * each: the same frames with one libvolatilefs call per entry (an ioctl
  * each: volatilefs_unmark before use, its purged bit deciding the
  * regeneration, volatilefs_mark when idle): the cost of not batching.
@@ -63,13 +69,14 @@
 #define VALUE_MAX 60000u
 #define PURGED_MAX (64u << 10)
 
-enum mode { PLAIN, VOLATILE, EACH, NOOP };
+enum mode { PLAIN, VOLATILE, BATCH, EACH, NOOP };
 
 struct entry {
 	uint64_t off, len;
 	uint64_t gen;
 	long last_use;
 	long wanted;    /* frame that last put it in the unmark list */
+	long picked;    /* frame that last picked it */
 	int vol;
 };
 
@@ -195,7 +202,7 @@ int main(int argc, char **argv)
 {
 	struct entry *e;
 	unsigned n = 0, nhot, *hot, *ring[IDLE + 1], nring[IDLE + 1];
-	unsigned use[USES], list[USES], nlist;
+	unsigned use[USES], list[USES], nlist, pending[USES], npending = 0;
 	int purged[USES];
 	uint64_t seed, off = 0, marks = 0, unmarks = 0, regen = 0, errors = 0, sink = 0;
 	/* Round trips by kind: unmark, purged listing, mark (noop: in their places). */
@@ -206,7 +213,7 @@ int main(int argc, char **argv)
 	double t0, t, tregen = 0;
 
 	if (argc < 3 || argc > 5) {
-		fprintf(stderr, "usage: glyphbench FILE FRAMES [plain|volatile|each|noop] [SEED]\n");
+		fprintf(stderr, "usage: glyphbench FILE FRAMES [plain|volatile|batch|each|noop] [SEED]\n");
 		return 2;
 	}
 	path = argv[1];
@@ -216,12 +223,14 @@ int main(int argc, char **argv)
 			mode = PLAIN;
 		else if (strcmp(argv[3], "volatile") == 0)
 			mode = VOLATILE;
+		else if (strcmp(argv[3], "batch") == 0)
+			mode = BATCH;
 		else if (strcmp(argv[3], "each") == 0)
 			mode = EACH;
 		else if (strcmp(argv[3], "noop") == 0)
 			mode = NOOP;
 		else
-			die("unknown mode %s (plain, volatile, each or noop)", argv[3]);
+			die("unknown mode %s (plain, volatile, batch, each or noop)", argv[3]);
 	}
 	seed = argc >= 5 ? strtoull(argv[4], NULL, 0) : 1;
 	seed = seed * 0x9E3779B97F4A7C15ULL + 7;
@@ -239,6 +248,7 @@ int main(int argc, char **argv)
 		e[n].len = len;
 		e[n].last_use = -1000;
 		e[n].wanted = -1;
+		e[n].picked = -1;
 		off += len;
 		n++;
 	}
@@ -264,7 +274,7 @@ int main(int argc, char **argv)
 		die("open %s:", path);
 	if (ftruncate(fd, ATLAS) != 0)
 		die("ftruncate %s:", path);
-	if (mode == VOLATILE || mode == EACH) {
+	if (mode == VOLATILE || mode == BATCH || mode == EACH) {
 		unsigned *all = malloc(sizeof(*all) * n);
 
 		if (!all)
@@ -295,14 +305,54 @@ int main(int argc, char **argv)
 					     (unsigned)(rnd_next(&seed) % n);
 
 			use[u] = i;
+			e[i].picked = f;
 			if (e[i].vol && e[i].wanted != f) {
 				e[i].wanted = f;
 				list[nlist++] = i;
 			}
 		}
+		if (mode == BATCH) {
+			struct volatilefs_extent ext[2 * USES];
+			unsigned char each[USES];
+			unsigned nmark = 0;
+			int merr = 0;
+
+			for (unsigned k = 0; k < nlist; k++) {
+				ext[k].offset = e[list[k]].off;
+				ext[k].length = e[list[k]].len;
+			}
+			/* Went idle last frame and not picked again: mark now. */
+			for (unsigned k = 0; k < npending; k++) {
+				struct entry *x = &e[pending[k]];
+
+				if (x->picked == f)
+					continue;
+				ext[nlist + nmark].offset = x->off;
+				ext[nlist + nmark].length = x->len;
+				pending[nmark++] = pending[k];
+			}
+			npending = 0;
+			if (nlist || nmark) {
+				double c0 = now_s();
+
+				if (volatilefs_batch(fd, ext, nlist, ext + nlist, nmark, 0, NULL, each,
+						     &merr) != 0)
+					die("volatilefs_batch %s:", path);
+				cu.t += now_s() - c0;
+				cu.n++;
+				if (merr)
+					die("volatilefs_batch %s: marks: %s", path, strerror(merr));
+			}
+			for (unsigned k = 0; k < nlist; k++)
+				purged[k] = each[k];
+			for (unsigned k = 0; k < nmark; k++)
+				e[pending[k]].vol = 1;
+			marks += nmark;
+		}
 		if (nlist) {
 			unmarks += nlist;
-			memset(purged, 0, sizeof(purged));
+			if (mode != BATCH)
+				memset(purged, 0, sizeof(purged));
 			if (mode == VOLATILE) {
 				set_ranges("user.volatile.unmark", e, list, nlist, &cu);
 				find_purged(e, list, nlist, purged, &cp);
@@ -317,7 +367,7 @@ int main(int argc, char **argv)
 					cu.t += now_s() - c0;
 					cu.n++;
 				}
-			} else {
+			} else if (mode == NOOP) {
 				timed_noop(&cu);
 				timed_noop(&cp);
 			}
@@ -359,6 +409,10 @@ int main(int argc, char **argv)
 				unsigned i = ring[r][k];
 
 				if (e[i].last_use == f - IDLE && !e[i].vol) {
+					if (mode == BATCH) { /* with the next frame's call */
+						pending[npending++] = i;
+						continue;
+					}
 					e[i].vol = 1;
 					list[nlist++] = i;
 				}

@@ -68,7 +68,7 @@ build() {
 	HB=$BUILD/bench
 	mkdir -p "$HB"
 	local p libs
-	for p in smallfiles glyphbench markbench purgebench rsswatch pressurebench; do
+	for p in smallfiles glyphbench markbench purgebench rsswatch pressurebench fillbench; do
 		libs=()
 		case $p in
 		glyphbench | markbench | purgebench)

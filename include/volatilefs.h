@@ -77,6 +77,29 @@ int volatilefs_purged(int fd, uint64_t offset, uint64_t length,
 		      struct volatilefs_extent *out, size_t max, size_t *count);
 
 /*
+ * One round trip for a frame of a cache's life (a compositor's glyph
+ * atlas: the entries a frame needs come back, those gone idle go):
+ * unmark[0..nunmark), then mark[0..nmark) with flags, each mark range a
+ * unit of its own.
+ *
+ * The unmarks are one unmark call (all or nothing): *bytes as
+ * volatilefs_unmark's for all of them, and purged[i] (0 or 1) as its
+ * *purged for unmark[i] alone, so the caller knows which entries to
+ * regenerate without asking again.  The marks come after and cannot undo
+ * them: when the marks fail (no room under the limit: ENOSPC, ENOMEM),
+ * the call still returns 0, with the unmarks done and *mark_error set to
+ * the errno; the marked ranges are then unchanged (non-volatile, which
+ * is safe).  Any bad range, bad flags, or more than VOLATILEFS_BATCH_MAX
+ * ranges in all (E2BIG) fail the call before anything changes.  bytes,
+ * purged and mark_error may be NULL.  The fd must be open for writing.
+ */
+#define VOLATILEFS_BATCH_MAX 240
+
+int volatilefs_batch(int fd, const struct volatilefs_extent *unmark, size_t nunmark,
+		     const struct volatilefs_extent *mark, size_t nmark, unsigned flags,
+		     uint64_t *bytes, unsigned char *purged, int *mark_error);
+
+/*
  * The ioctls behind the functions.  FUSE carries only "restricted"
  * ioctls, whose argument size is encoded in the command, so every
  * argument is a fixed-size struct passed with _IOWR.
@@ -109,9 +132,21 @@ struct volatilefs_purged_arg {
 	struct volatilefs_extent extents[VOLATILEFS_PURGED_BATCH]; /* out */
 };
 
+struct volatilefs_batch_arg {
+	uint32_t nunmark;    /* in: ranges[0..nunmark) are unmarked */
+	uint32_t nmark;      /* in: ranges[nunmark..nunmark + nmark) are marked */
+	uint32_t flags;      /* in: the marks' flags */
+	int32_t mark_error;  /* out: 0, or the errno the marks failed with */
+	uint64_t bytes;      /* out: as volatilefs_unmark's, for all the unmarks */
+	uint64_t purged[(VOLATILEFS_BATCH_MAX + 63) / 64]; /* out: bit i for unmark i */
+	uint64_t reserved;   /* must be 0 */
+	struct volatilefs_extent ranges[VOLATILEFS_BATCH_MAX]; /* in */
+};
+
 #define VOLATILEFS_IOC_MARK   _IOWR(VOLATILEFS_IOC_MAGIC, 1, struct volatilefs_mark_arg)
 #define VOLATILEFS_IOC_UNMARK _IOWR(VOLATILEFS_IOC_MAGIC, 2, struct volatilefs_unmark_arg)
 #define VOLATILEFS_IOC_PURGED _IOWR(VOLATILEFS_IOC_MAGIC, 3, struct volatilefs_purged_arg)
+#define VOLATILEFS_IOC_BATCH  _IOWR(VOLATILEFS_IOC_MAGIC, 4, struct volatilefs_batch_arg)
 
 #ifdef __cplusplus
 }

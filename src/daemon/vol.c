@@ -165,6 +165,12 @@ static size_t merge_ranges(const struct vrange *r, size_t nr, struct vrange *out
 int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r_in, size_t nr_in,
 	       uint64_t *bytes, int *purged)
 {
+	return vol_unmark_each(fs, n, r_in, nr_in, bytes, purged, NULL);
+}
+
+int vol_unmark_each(struct fs *fs, struct inode *n, const struct vrange *r_in, size_t nr_in,
+		    uint64_t *bytes, int *purged, unsigned char *purged_each)
+{
 	struct vrange *r = NULL;
 	size_t nr = 0;
 	struct unit **spare;
@@ -210,6 +216,9 @@ int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r_in, size_t
 		page_range(&r[i], &start, &end);
 		pages += units_unmark(&fs->lru, &n->units, &n->pages, start, end, limit, &spare[i]);
 	}
+	/* Per range as named (an unmark does not change the purged set). */
+	for (size_t i = 0; purged_each && i < nr_in; i++)
+		purged_each[i] = extset_intersects(&n->purged, r_in[i].offset, range_end(&r_in[i]));
 	seq = n->inval_seq;
 	pthread_rwlock_unlock(&n->lock);
 	wait_reported(fs, n, seq);

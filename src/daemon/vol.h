@@ -59,6 +59,9 @@ int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
  */
 int vol_unmark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 	       uint64_t *bytes, int *purged);
+/* The same, and purged_each[i] (when not NULL): *purged for r[i] alone. */
+int vol_unmark_each(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
+		    uint64_t *bytes, int *purged, unsigned char *purged_each);
 /*
  * The purged extents inside [offset, offset + length) (length 0: to the
  * end), clipped to it: up to max in out, and their number in *count.

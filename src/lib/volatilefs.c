@@ -73,6 +73,42 @@ EXPORT int volatilefs_unmark(int fd, uint64_t offset, uint64_t length, uint64_t 
 	return 0;
 }
 
+_Static_assert(sizeof(struct volatilefs_batch_arg) <= 4096,
+	       "a batch argument fits one page each way");
+
+EXPORT int volatilefs_batch(int fd, const struct volatilefs_extent *unmark, size_t nunmark,
+			    const struct volatilefs_extent *mark, size_t nmark, unsigned flags,
+			    uint64_t *bytes, unsigned char *purged, int *mark_error)
+{
+	struct volatilefs_batch_arg a;
+
+	if (nunmark > VOLATILEFS_BATCH_MAX || nmark > VOLATILEFS_BATCH_MAX - nunmark) {
+		errno = E2BIG;
+		return -1;
+	}
+	if ((nunmark && !unmark) || (nmark && !mark)) {
+		errno = EFAULT;
+		return -1;
+	}
+	memset(&a, 0, sizeof(a));
+	a.nunmark = (uint32_t)nunmark;
+	a.nmark = (uint32_t)nmark;
+	a.flags = flags;
+	if (nunmark)
+		memcpy(a.ranges, unmark, nunmark * sizeof(*unmark));
+	if (nmark)
+		memcpy(a.ranges + nunmark, mark, nmark * sizeof(*mark));
+	if (ioctl(fd, VOLATILEFS_IOC_BATCH, &a) < 0)
+		return -1;
+	if (bytes)
+		*bytes = a.bytes;
+	for (size_t i = 0; purged && i < nunmark; i++)
+		purged[i] = (a.purged[i / 64] >> (i % 64)) & 1;
+	if (mark_error)
+		*mark_error = a.mark_error;
+	return 0;
+}
+
 /*
  * One listing attempt: fills out[0..max) and *total from batches, the first
  * at [offset, end).  end is UINT64_MAX for "to the end of the file".  Returns

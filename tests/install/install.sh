@@ -205,7 +205,7 @@ eq "readelf -d SONAME" "$soname" libvolatilefs.so.0
 exports=$(readelf --dyn-syms -W "$L/$real" |
 	awk '$4 == "FUNC" && $5 == "GLOBAL" && $7 != "UND" { print $8 }' | sort | tr '\n' ' ')
 eq "exported functions" "$exports" \
-	"volatilefs_mark@@VOLATILEFS_0.1 volatilefs_purged@@VOLATILEFS_0.1 volatilefs_unmark@@VOLATILEFS_0.1 "
+	"volatilefs_batch@@VOLATILEFS_0.1 volatilefs_mark@@VOLATILEFS_0.1 volatilefs_purged@@VOLATILEFS_0.1 volatilefs_unmark@@VOLATILEFS_0.1 "
 needed=$(readelf -d "$D/usr/bin/volatilectl" | sed -n 's/.*(NEEDED).*\[\(libvolatilefs.*\)\]/\1/p')
 eq "volatilectl NEEDED" "$needed" libvolatilefs.so.0
 if readelf -d "$D/usr/bin/volatilectl" | grep -Eq '\((RPATH|RUNPATH)\)'; then

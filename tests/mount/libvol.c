@@ -724,6 +724,116 @@ START_TEST(unmark_failure_leaves_outputs_alone)
 END_TEST
 
 /* ---------------------------------------------------------------------------------------- */
+/* batch: a frame's unmarks, purged bits and marks in one call                                */
+
+START_TEST(batch_unmarks_reports_each_range_and_marks)
+{
+	int fd = make_file("f", 64 * KIB);
+	struct volatilefs_extent un[3] = { { 0, 8 * KIB }, { 16 * KIB, 8 * KIB }, { 32 * KIB, 4 * KIB } };
+	struct volatilefs_extent mk[2] = { { 48 * KIB, 4 * KIB }, { 56 * KIB, 8 * KIB } };
+	unsigned char purged[3] = { 9, 9, 9 };
+	uint64_t bytes = 0;
+	int merr = -1;
+
+	CHECK(volatilefs_mark(fd, 0, 8 * KIB, 0));
+	CHECK(volatilefs_mark(fd, 16 * KIB, 8 * KIB, 0));
+	purge_file("f");
+	/* 0:8K purged and rewritten in part; 16K:8K purged; 32K:4K never volatile. */
+	write_pat(fd, 0, 4 * KIB, 1);
+	CHECK(volatilefs_batch(fd, un, 3, mk, 2, VOLATILEFS_PRIORITY(5), &bytes, purged, &merr));
+	ck_assert_uint_eq(bytes, 16 * KIB);
+	ck_assert_int_eq(purged[0], 1); /* 4K:4K is still purged */
+	ck_assert_int_eq(purged[1], 1);
+	ck_assert_int_eq(purged[2], 0);
+	ck_assert_int_eq(merr, 0);
+	/* Each mark range is a unit of its own, with the flags given. */
+	assert_ranges("f", "49152:4096 volatile priority=5\n57344:8192 volatile priority=5\n");
+	/* Rewritten, the first range reports clean. */
+	write_pat(fd, 4 * KIB, 4 * KIB, 1);
+	CHECK(volatilefs_batch(fd, un, 1, NULL, 0, 0, NULL, purged, NULL));
+	ck_assert_int_eq(purged[0], 0);
+	/* Nothing to do is a valid call. */
+	CHECK(volatilefs_batch(fd, NULL, 0, NULL, 0, 0, NULL, NULL, NULL));
+	close(fd);
+}
+END_TEST
+
+START_TEST(batch_bad_input_changes_nothing)
+{
+	int fd = make_file("f", 64 * KIB), ro;
+	struct volatilefs_extent un[1] = { { 0, 16 * KIB } };
+	struct volatilefs_extent bad[1] = { { 100, 4 * KIB } };
+	struct volatilefs_extent many[VOLATILEFS_BATCH_MAX + 1];
+	unsigned char purged[1];
+
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	/* A bad mark range, or bad flags, fail the call before the unmark. */
+	ASSERT_ERRNO(volatilefs_batch(fd, un, 1, bad, 1, 0, NULL, purged, NULL), EINVAL);
+	ASSERT_ERRNO(volatilefs_batch(fd, un, 1, un, 1, VOLATILEFS_PRIORITY(9), NULL, purged, NULL),
+		     EINVAL);
+	ASSERT_ERRNO(volatilefs_batch(fd, un, 1, un, 1, 0x80, NULL, purged, NULL), EINVAL);
+	assert_ranges("f", "0:16384 volatile priority=3\n");
+	for (size_t i = 0; i <= VOLATILEFS_BATCH_MAX; i++)
+		many[i] = (struct volatilefs_extent){ i * PAGE, PAGE };
+	ASSERT_ERRNO(volatilefs_batch(fd, many, VOLATILEFS_BATCH_MAX + 1, NULL, 0, 0, NULL, NULL,
+				      NULL), E2BIG);
+	ASSERT_ERRNO(volatilefs_batch(fd, many, 100, many, VOLATILEFS_BATCH_MAX - 99, 0, NULL, NULL,
+				      NULL), E2BIG);
+	assert_ranges("f", "0:16384 volatile priority=3\n");
+	/* As mark and unmark: a descriptor open for writing. */
+	ro = open("f", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(ro, 0);
+	ASSERT_ERRNO(volatilefs_batch(ro, un, 1, NULL, 0, 0, NULL, NULL, NULL), EBADF);
+	close(ro);
+	/* The most ranges there is room for, all in one call. */
+	CHECK(volatilefs_batch(fd, many, 16, many + 16, VOLATILEFS_BATCH_MAX - 16, 0, NULL, NULL,
+			       NULL));
+	close(fd);
+}
+END_TEST
+
+/*
+ * The marks fail (more than VOL_UNITS_PAST_EOF units would start past the
+ * end: ENOSPC): the call still succeeds, the unmarks are done and
+ * reported, mark_error says why the marks were not.
+ */
+START_TEST(batch_mark_failure_keeps_the_unmarks)
+{
+	int fd = make_file("f", 16 * KIB);
+	struct volatilefs_extent un[1] = { { 0, 16 * KIB } };
+	struct volatilefs_extent mk[1] = { { 1ull << 40, 4 * KIB } };
+	unsigned char purged[1] = { 9 };
+	uint64_t bytes = 0;
+	int merr = 0;
+	char *val = malloc(64 * KIB);
+
+	ck_assert_ptr_nonnull(val);
+	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
+	purge_file("f");
+	/* 4096 units past the end, the most a file may have (vol.h). */
+	for (int call = 0; call < 2; call++) {
+		size_t len = 0;
+
+		for (int i = 0; i < 2048; i++)
+			len += (size_t)snprintf(val + len, 64 * KIB - len, "%llu:4096 ",
+						(unsigned long long)(1u << 20) + (call * 2048ull + i) * 8192);
+		CHECK(setxattr("f", "user.volatile.mark", val, len, 0));
+	}
+	CHECK(volatilefs_batch(fd, un, 1, mk, 1, 0, &bytes, purged, &merr));
+	ck_assert_int_eq(merr, ENOSPC);
+	ck_assert_uint_eq(bytes, 16 * KIB);
+	ck_assert_int_eq(purged[0], 1);
+	/* Unmarked, and the mark range not volatile. */
+	ck_assert_int_eq(volatilefs_unmark(fd, 0, 16 * KIB, &bytes, NULL), 0);
+	ck_assert_uint_eq(bytes, 0);
+	ck_assert_int_eq(volatilefs_unmark(fd, 1ull << 40, 4 * KIB, &bytes, NULL), 0);
+	ck_assert_uint_eq(bytes, 0);
+	free(val);
+	close(fd);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
 /* purge: what a purge does to the file, seen through the library                          */
 
 START_TEST(purge_discards_whole_unit_and_keeps_it_volatile)
@@ -1576,6 +1686,9 @@ static Suite *libvol_suite(bool eio)
 	tcase_add_test(tc, unmark_purged_counts_only_bytes_within_file_size);
 	tcase_add_test(tc, unmark_unaligned_or_overflowing_range_fails_einval);
 	tcase_add_test(tc, unmark_failure_leaves_outputs_alone);
+	tcase_add_test(tc, batch_unmarks_reports_each_range_and_marks);
+	tcase_add_test(tc, batch_bad_input_changes_nothing);
+	tcase_add_test(tc, batch_mark_failure_keeps_the_unmarks);
 
 	tc = tcase(s, "purge");
 	tcase_add_test(tc, purge_discards_whole_unit_and_keeps_it_volatile);
