@@ -290,6 +290,13 @@ wl_fio() {
 	rec randread_p99 "$fs" "$(fio_json 'read.clat_ns.percentile."99.000000"' |
 		awk '{ printf "%.2f", $1 / 1000 }')"
 	rm -rf -- "$d"
+	if [[ $fs == vfs ]]; then
+		# What filling fresh memory costs here, by each way (the write path's bound).
+		helper "$HB/fillbench" 3
+		rec fill_populate "$fs" "$(val anon_populate_memcpy_mib_s)"
+		rec fill_uffd "$fs" "$(val anon_uffdio_copy_mib_s)"
+		rec fill_memfd "$fs" "$(val memfd_pwrite_populate_read_mib_s)"
+	fi
 }
 
 wl_small() {
@@ -319,6 +326,15 @@ wl_glyph() {
 		rec glyph_noop_ns "$fs" "$noop"
 		rec glyph_call_noops "$fs" "$(awk -v a="$vol" -v b="$noop" \
 			'BEGIN { printf "%.3f", a / b }')"
+		# One volatilefs_batch ioctl a frame: its unmarks with a purged bit each,
+		# and the marks of the entries that went idle.
+		helper "$HB/glyphbench" "$f" "$GLYPH_FRAMES" batch "$REP"
+		rec glyph_batch "$fs" "$(val frames_per_s)"
+		rec glyph_batch_ratio "$fs" "$(awk -v a="$(val frames_per_s)" -v b="$plain" \
+			'BEGIN { printf "%.3f", a / b }')"
+		rec glyph_batch_call_ns "$fs" "$(val ns_per_call)"
+		rec glyph_batch_call_noops "$fs" "$(awk -v a="$(val ns_per_call)" -v b="$noop" \
+			'BEGIN { printf "%.3f", a / b }')"
 		# One ioctl per entry, as the benchmark did before.
 		helper "$HB/glyphbench" "$f" "$GLYPH_FRAMES" each "$REP"
 		rec glyph_each "$fs" "$(val frames_per_s)"
@@ -331,6 +347,13 @@ wl_glyph() {
 		rec glyph_purge_regen "$fs" "$(awk -v a="$(val regenerated)" -v b="$GLYPH_FRAMES" \
 			'BEGIN { printf "%.2f", a / b }')"
 		rec glyph_purge_regen_ns "$fs" "$(val ns_per_regen)"
+		rm -f -- "${MNT[glyphlim]}/atlas"
+		helper "$HB/glyphbench" "${MNT[glyphlim]}/atlas" "$GLYPH_FRAMES" batch "$REP"
+		rec glyph_batch_purge "$fs" "$(val frames_per_s)"
+		rec glyph_batch_purge_ratio "$fs" "$(awk -v a="$(val frames_per_s)" -v b="$plain" \
+			'BEGIN { printf "%.3f", a / b }')"
+		rec glyph_batch_purge_regen "$fs" "$(awk -v a="$(val regenerated)" \
+			-v b="$GLYPH_FRAMES" 'BEGIN { printf "%.2f", a / b }')"
 		rm -f -- "${MNT[glyphlim]}/atlas"
 	fi
 	rm -f -- "$f"
@@ -579,6 +602,9 @@ seqread_warm|fio sequential read, 1 MiB blocks, warm page cache|MiB/s|up
 randread|fio random read 4 KiB, cold page cache, ${RAND_SECS} s|IOPS|up
 randread_p50|... median latency of one read|µs|down
 randread_p99|... 99th percentile latency|µs|down
+fill_populate|fresh memory, 512 MiB: MADV_POPULATE_WRITE + memcpy (the arena before)|MiB/s|up
+fill_uffd|... UFFDIO_COPY into a userfaultfd range (the arena now)|MiB/s|up
+fill_memfd|... pwrite into a memfd + MADV_POPULATE_READ (a shmem arena)|MiB/s|up
 sf_create|small files: create + write 4 KiB + close ($SF_N)|ops/s|up
 sf_stat|small files: stat ($SF_N, right after the writes)|ops/s|up
 sf_restat|small files: stat again ($SF_N, attributes cached)|ops/s|up
@@ -592,6 +618,13 @@ glyph_calls_frame|... volatilefs calls per frame|calls|down
 glyph_call_ns|... one batched call (xattr, about 24 entries)|ns/op|down
 glyph_noop_ns|... a no-op round trip in place of each of those calls, same frames|ns/op|down
 glyph_call_noops|... one batched call, in no-op round trips at the same points (aim <= 1.5)|x|down
+glyph_batch|glyph atlas: frames, volatile while idle, one volatilefs_batch ioctl a frame (unmarks + purged bits + marks)|frames/s|up
+glyph_batch_ratio|... batch frames/s over plain frames/s, same repetition (aim >= 0.5)|x|up
+glyph_batch_call_ns|... one volatilefs_batch call|ns/op|down
+glyph_batch_call_noops|... one volatilefs_batch call, in no-op round trips at the same points|x|down
+glyph_batch_purge|glyph atlas, volatilefs_batch, memory_limit=48M (below the atlas): frames with purges|frames/s|up
+glyph_batch_purge_ratio|... over plain frames/s (4G mount), same repetition|x|up
+glyph_batch_purge_regen|... entries found purged and regenerated per frame|entries|down
 glyph_each|glyph atlas: frames, one ioctl per entry (unmark before use, mark when idle)|frames/s|up
 glyph_each_call_ns|... one mark or unmark ioctl (4-64 KiB)|ns/op|down
 glyph_purge|glyph atlas, batched, memory_limit=48M (below the atlas): frames with purges|frames/s|up
