@@ -115,12 +115,20 @@ static void *uffd_fault_thread(void *arg)
 			.src = (uintptr_t)zero_src,
 			.len = ARENA_PAGE_SIZE,
 		};
-		if (ioctl(fd, UFFDIO_COPY, &c) < 0 && errno == EEXIST) {
+		/* Counted first: the copy wakes the faulting thread, which may
+		 * look at the count at once. */
+		atomic_fetch_add_explicit(&a->stray_faults, 1, memory_order_relaxed);
+		while (ioctl(fd, UFFDIO_COPY, &c) < 0 && errno == EAGAIN && c.copy <= 0)
+			c.copy = 0; /* the address space was changing: again */
+		if (c.copy != ARENA_PAGE_SIZE) {
+			/* Answered already (a fault raised twice, or a fill got
+			 * there first), or refused: wake the thread, which faults
+			 * again if the page is still missing. */
 			struct uffdio_range r = { .start = c.dst, .len = ARENA_PAGE_SIZE };
 
+			atomic_fetch_sub_explicit(&a->stray_faults, 1, memory_order_relaxed);
 			ioctl(fd, UFFDIO_WAKE, &r);
 		}
-		atomic_fetch_add_explicit(&a->stray_faults, 1, memory_order_relaxed);
 	}
 	return NULL;
 }

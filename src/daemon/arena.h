@@ -89,7 +89,7 @@ struct arena {
 	bool uffd_refused;        /* userfaultfd is not to be had: fault */
 	int uffd_stop;            /* eventfd that stops the fault thread */
 	pthread_t uffd_thread;
-	atomic_uint_fast64_t stray_faults; /* faults answered by the thread */
+	atomic_uint_fast64_t stray_faults; /* pages the fault thread filled */
 };
 
 /* Zero on success, -errno on failure. */
@@ -118,7 +118,7 @@ size_t arena_take_many(struct arena *a, void **pages, size_t n);
  * unknown state: free them).
  */
 int arena_fill(struct arena *a, void *dst, const void *src, size_t len);
-/* Faults on pages that were not handed out, answered with zeros. */
+/* Pages not handed out that a fault made resident (zeros), so far. */
 static inline uint64_t arena_stray_faults(struct arena *a)
 {
 	return atomic_load_explicit(&a->stray_faults, memory_order_relaxed);
