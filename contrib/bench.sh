@@ -906,10 +906,15 @@ report() { # COMMAND QUICK SECONDS
   it is the cost of the calls. "No-op round trip in place": the same frames with
   \`fgetxattr(user.bench.noop)\` where those calls were, timed the same way (a round trip
   made right after the frame's reads costs more than one in a tight loop: compare calls with
-  these). "One ioctl per entry": libvolatilefs calls, one per entry, the old way. "With
-  purges": the batched frames on a mount of its own with \`memory_limit=48M\`, below the
-  atlas; entries are marked before they are written, so the writes purge older ones. Every
-  use checks its data.
+  these). "One volatilefs_batch ioctl a frame": the same work in one round trip, the
+  unmarks with a purged bit each and the marks of the entries gone idle at the end of the
+  frame before. "One ioctl per entry": libvolatilefs calls, one per entry, the old way.
+  "With purges": the batched frames (xattrs, and volatilefs_batch) on a mount of its own with
+  \`memory_limit=48M\`, below the atlas; entries are marked before they are written, so the
+  writes purge older ones. Every use checks its data.
+- **fresh memory** (bench/fillbench.c): 512 MiB copied into fresh pages 1 MiB at a time, by
+  the ways the arena could fill them, best of 3; not a filesystem figure: it shows what the
+  write path costs on the machine.
 - **no-op round trip**: \`fgetxattr(fd, "user.bench.noop")\` on an open file. The kernel caches
   no xattrs, so on FUSE each call is one request to the daemon, which answers ENODATA (on
   volatilefs from an atomic flag, without a lock). On tmpfs it stays in the kernel. The
