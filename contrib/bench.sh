@@ -68,12 +68,16 @@ build() {
 	HB=$BUILD/bench
 	mkdir -p "$HB"
 	local p libs
-	for p in smallfiles glyphbench markbench purgebench rsswatch pressurebench fillbench; do
+	for p in smallfiles glyphbench markbench purgebench rsswatch pressurebench fillbench nullfuse; do
 		libs=()
 		case $p in
 		glyphbench | markbench | purgebench)
 			# shellcheck disable=SC2054 # the commas belong to the linker option
 			libs=(-L"$BUILD/src/lib" -lvolatilefs -Wl,-rpath,"$BUILD/src/lib")
+			;;
+		nullfuse)
+			# shellcheck disable=SC2207 # pkg-config's words are the flags
+			libs=($(pkg-config --cflags --libs fuse3))
 			;;
 		esac
 		gcc -O2 -g -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Werror \
@@ -120,6 +124,16 @@ mount_vfs() { # MOUNTPOINT OPTIONS [CGROUP: the daemon runs in that v1 memory cg
 	else
 		"$VFS" -f -o "$2" "$1" >>"$WORK/daemons.log" 2>&1 &
 	fi
+	LAST_PID=$!
+	PID_OF[$1]=$LAST_PID
+	MOUNTS+=("$1")
+	wait_mounted "$1" "$LAST_PID"
+}
+
+mount_null() { # MOUNTPOINT: bench/nullfuse, a FUSE daemon that keeps nothing
+	mkdir -p "$1"
+	echo "== nullfuse $1" >>"$WORK/daemons.log"
+	"$HB/nullfuse" "$1" >>"$WORK/daemons.log" 2>&1 &
 	LAST_PID=$!
 	PID_OF[$1]=$LAST_PID
 	MOUNTS+=("$1")
@@ -296,6 +310,23 @@ wl_fio() {
 		rec fill_populate "$fs" "$(val anon_populate_memcpy_mib_s)"
 		rec fill_uffd "$fs" "$(val anon_uffdio_copy_mib_s)"
 		rec fill_memfd "$fs" "$(val memfd_pwrite_populate_read_mib_s)"
+		# The same sequential rows on a FUSE daemon that keeps nothing: the bound.
+		local null=$WORK/null vw vr
+		vw=$(awk -F'\t' -v r="$REP" '$1 == "seqwrite" && $2 == "vfs" && $3 == r { v = $4 }
+			END { print v }' "$RAW")
+		vr=$(awk -F'\t' -v r="$REP" '$1 == "seqread_cold" && $2 == "vfs" && $3 == r { v = $4 }
+			END { print v }' "$RAW")
+		mount_null "$null"
+		run_fio --filename="$null/f" --size="$FIO_SIZE" --rw=write --bs=1M --end_fsync=1
+		rec null_seqwrite "$fs" "$(fio_json write.bw_bytes | awk '{ printf "%.1f", $1 / 1048576 }')"
+		rec null_seqwrite_ratio "$fs" "$(fio_json write.bw_bytes |
+			awk -v v="$vw" '{ printf "%.3f", v / ($1 / 1048576) }')"
+		drop_caches 3
+		run_fio --filename="$null/f" --size="$FIO_SIZE" --rw=read --bs=1M
+		rec null_seqread_cold "$fs" "$(fio_json read.bw_bytes | awk '{ printf "%.1f", $1 / 1048576 }')"
+		rec null_seqread_cold_ratio "$fs" "$(fio_json read.bw_bytes |
+			awk -v v="$vr" '{ printf "%.3f", v / ($1 / 1048576) }')"
+		unmount_one "$null"
 	fi
 }
 
@@ -602,6 +633,10 @@ seqread_warm|fio sequential read, 1 MiB blocks, warm page cache|MiB/s|up
 randread|fio random read 4 KiB, cold page cache, ${RAND_SECS} s|IOPS|up
 randread_p50|... median latency of one read|µs|down
 randread_p99|... 99th percentile latency|µs|down
+null_seqwrite|a FUSE daemon that keeps nothing (bench/nullfuse.c): sequential write, 1 MiB blocks|MiB/s|up
+null_seqwrite_ratio|... volatilefs's sequential write over it, same repetition|x|up
+null_seqread_cold|... sequential read, cold page cache|MiB/s|up
+null_seqread_cold_ratio|... volatilefs's cold sequential read over it, same repetition|x|up
 fill_populate|fresh memory, 512 MiB: MADV_POPULATE_WRITE + memcpy (the arena before)|MiB/s|up
 fill_uffd|... UFFDIO_COPY into a userfaultfd range (the arena now)|MiB/s|up
 fill_memfd|... pwrite into a memfd + MADV_POPULATE_READ (a shmem arena)|MiB/s|up
@@ -912,6 +947,10 @@ report() { # COMMAND QUICK SECONDS
   "With purges": the batched frames (xattrs, and volatilefs_batch) on a mount of its own with
   \`memory_limit=48M\`, below the atlas; entries are marked before they are written, so the
   writes purge older ones. Every use checks its data.
+- **a FUSE daemon that keeps nothing** (bench/nullfuse.c): one 4 GiB file whose writes are
+  answered without storing and whose reads come from one static buffer, mounted with the
+  caching volatilefs uses (and its 1 MiB readahead window); the fio sequential rows against
+  it are what the kernel's FUSE path alone costs on this machine, the bound for volatilefs.
 - **fresh memory** (bench/fillbench.c): 512 MiB copied into fresh pages 1 MiB at a time, by
   the ways the arena could fill them, best of 3; not a filesystem figure: it shows what the
   write path costs on the machine.
