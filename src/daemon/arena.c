@@ -101,7 +101,7 @@ static void *uffd_fault_thread(void *arg)
 
 	for (;;) {
 		struct uffd_msg msg;
-		struct uffdio_copy c;
+		struct uffdio_zeropage z;
 
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			break;
@@ -110,24 +110,21 @@ static void *uffd_fault_thread(void *arg)
 		if (read(fd, &msg, sizeof(msg)) != (ssize_t)sizeof(msg) ||
 		    msg.event != UFFD_EVENT_PAGEFAULT)
 			continue;
-		c = (struct uffdio_copy){
-			.dst = msg.arg.pagefault.address & ~(uint64_t)(ARENA_PAGE_SIZE - 1),
-			.src = (uintptr_t)zero_src,
-			.len = ARENA_PAGE_SIZE,
+		z = (struct uffdio_zeropage){
+			.range = { .start = msg.arg.pagefault.address & ~(uint64_t)(ARENA_PAGE_SIZE - 1),
+				   .len = ARENA_PAGE_SIZE },
 		};
-		/* Counted first: the copy wakes the faulting thread, which may
-		 * look at the count at once. */
+		/* Counted first: mapping the page wakes the faulting thread,
+		 * which may look at the count at once. */
 		atomic_fetch_add_explicit(&a->stray_faults, 1, memory_order_relaxed);
-		while (ioctl(fd, UFFDIO_COPY, &c) < 0 && errno == EAGAIN && c.copy <= 0)
-			c.copy = 0; /* the address space was changing: again */
-		if (c.copy != ARENA_PAGE_SIZE) {
+		while (ioctl(fd, UFFDIO_ZEROPAGE, &z) < 0 && errno == EAGAIN && z.zeropage <= 0)
+			z.zeropage = 0; /* the address space was changing: again */
+		if (z.zeropage != ARENA_PAGE_SIZE) {
 			/* Answered already (a fault raised twice, or a fill got
 			 * there first), or refused: wake the thread, which faults
 			 * again if the page is still missing. */
-			struct uffdio_range r = { .start = c.dst, .len = ARENA_PAGE_SIZE };
-
 			atomic_fetch_sub_explicit(&a->stray_faults, 1, memory_order_relaxed);
-			ioctl(fd, UFFDIO_WAKE, &r);
+			ioctl(fd, UFFDIO_WAKE, &z.range);
 		}
 	}
 	return NULL;

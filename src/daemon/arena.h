@@ -22,8 +22,10 @@
  * userfaultfd is refused (a seccomp filter, an old kernel, valgrind),
  * pages are faulted in with MADV_POPULATE_WRITE as before.  A thread
  * answers any fault on a page that is not handed out (a bug elsewhere)
- * with a zero page, so such a read still reads zeros and never hangs;
- * arena_stray_faults() counts them.  Non-root daemons open the
+ * with UFFDIO_ZEROPAGE, the kernel's shared zero page, as a read fault
+ * would be answered without a userfaultfd: such a read reads zeros,
+ * costs no memory and never hangs (a write then copies the zero page as
+ * usual); arena_stray_faults() counts them.  Non-root daemons open the
  * userfaultfd with UFFD_USER_MODE_ONLY (vm.unprivileged_userfaultfd is
  * 0 on Debian); then a kernel access to such a page fails with EFAULT.
  * The userfaultfd belongs to the process that set it up: after a fork
