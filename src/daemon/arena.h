@@ -91,7 +91,7 @@ struct arena {
 	bool uffd_refused;        /* userfaultfd is not to be had: fault */
 	int uffd_stop;            /* eventfd that stops the fault thread */
 	pthread_t uffd_thread;
-	atomic_uint_fast64_t stray_faults; /* pages the fault thread filled */
+	atomic_uint_fast64_t stray_faults; /* faults answered with the zero page */
 };
 
 /* Zero on success, -errno on failure. */
@@ -120,7 +120,7 @@ size_t arena_take_many(struct arena *a, void **pages, size_t n);
  * unknown state: free them).
  */
 int arena_fill(struct arena *a, void *dst, const void *src, size_t len);
-/* Pages not handed out that a fault made resident (zeros), so far. */
+/* Faults on pages not handed out, answered with the zero page, so far. */
 static inline uint64_t arena_stray_faults(struct arena *a)
 {
 	return atomic_load_explicit(&a->stray_faults, memory_order_relaxed);
