@@ -247,6 +247,17 @@ static int arena_reserve_free_locked(struct arena *a, size_t n)
 }
 
 static int cmp_ptr(const void *x, const void *y);
+
+/* How many of the sorted pages[i..n) are contiguous from pages[i]. */
+static size_t run_at(void *const *pages, size_t i, size_t n)
+{
+	size_t run = 1;
+
+	while (i + run < n && (char *)pages[i + run] == (char *)pages[i] + run * ARENA_PAGE_SIZE)
+		run++;
+	return run;
+}
+
 static void release_pages(struct arena *a, void **pages, size_t n, bool uncharge);
 
 size_t arena_take_many(struct arena *a, void **pages, size_t n)
@@ -339,9 +350,7 @@ size_t arena_alloc_many(struct arena *a, void **pages, size_t n)
 	for (i = 0; i < got; i += run) {
 		char *start = pages[i];
 
-		for (run = 1; i + run < got &&
-		     (char *)pages[i + run] == start + run * ARENA_PAGE_SIZE; run++)
-			;
+		run = run_at(pages, i, got);
 		if (arena_fill(a, start, NULL, run * ARENA_PAGE_SIZE) < 0) {
 			/* Never counted as taken by the caller: not uncharged. */
 			release_pages(a, pages + i, got - i, false);
@@ -438,9 +447,7 @@ static void release_pages(struct arena *a, void **pages, size_t n, bool uncharge
 	for (i = 0; i < n; i += run) {
 		char *start = pages[i];
 
-		for (run = 1; i + run < n &&
-		     (char *)pages[i + run] == start + run * ARENA_PAGE_SIZE; run++)
-			;
+		run = run_at(pages, i, n);
 		iov[niov].iov_base = start;
 		iov[niov].iov_len = run * ARENA_PAGE_SIZE;
 		if (++niov == sizeof(iov) / sizeof(iov[0])) {
