@@ -22,16 +22,23 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 	uint64_t before = n->purged.bytes, freed = u->resident;
 	struct page_batch b = { .arena = &fs->arena };
 
-	bool was;
+	/* A unit that holds a page pays for what its purge adds: it frees
+	 * at least PG bytes, and adds at most one purged-set extent (the
+	 * unit is one run: it merges with what it touches) and the file's
+	 * one notifier record, each far smaller.  Those are charged past
+	 * the limit, so that a purge, which is how memory comes back, never
+	 * fails for want of it.  A unit that holds nothing (a sparse range,
+	 * one purged already) frees nothing: what it adds must fit under
+	 * the limit like any metadata, or the purge fails with -ENOMEM and
+	 * changes nothing (SPEC section 3: no side door). */
+	bool funded = freed > 0, was;
 	int ret = 0;
 
 	/* What the notifier will need, first: after the purge, queueing
 	 * its invalidation cannot fail (notify.h). */
-	if (fs->hooks.prepare && (ret = fs->hooks.prepare(fs->hooks.ctx, n)) < 0)
+	if (fs->hooks.prepare && (ret = fs->hooks.prepare(fs->hooks.ctx, n, funded)) < 0)
 		return ret;
-	/* The extent this may add is charged past the limit: a purge is how
-	 * memory comes back, so it must not fail for want of it. */
-	was = meta_unlimited(true);
+	was = meta_unlimited(funded);
 	if (start < end)
 		ret = extset_add(&n->purged, start, end);
 	meta_unlimited(was);
@@ -58,9 +65,17 @@ struct unlink_list {
 	size_t n, cap;
 };
 
-/* Remember n (held, so it stays alive); if that fails it keeps its name. */
-static void unlink_later(struct unlink_list *l, struct inode *n)
+/*
+ * After a purge of n (n locked for writing, ns_lock held): if n is an
+ * auto=unlink file whose name must go (fs_auto_unlink_mark), mark it,
+ * from when on the daemon refuses the name, and remember it (held, so
+ * it stays alive) for unlink_pending.  If there is no room to remember
+ * it, it is not marked and keeps its name: a later purge may take it.
+ */
+static void unlink_after_purge(struct unlink_list *l, struct inode *n, bool force)
 {
+	if (!n->auto_unlink)
+		return;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 16;
 		struct inode **v = realloc(l->v, cap * sizeof(*v));
@@ -70,6 +85,8 @@ static void unlink_later(struct unlink_list *l, struct inode *n)
 		l->v = v;
 		l->cap = cap;
 	}
+	if (!fs_auto_unlink_mark(n, force))
+		return;
 	fs_hold(n);
 	l->v[l->n++] = n;
 }
@@ -127,8 +144,8 @@ static uint64_t evict_loop(struct fs *fs, bool (*more)(struct fs *, uint64_t, ui
 				got = evict_unit_locked(fs, n, u);
 				if (got >= 0)
 					purged++;
-				if (got >= 0 && n->auto_unlink)
-					unlink_later(&pending, n);
+				if (got >= 0)
+					unlink_after_purge(&pending, n, false);
 			}
 		}
 		pthread_rwlock_unlock(&n->lock);
@@ -181,19 +198,35 @@ uint64_t evict_for_pressure(struct fs *fs, uint64_t bytes)
 	return freed;
 }
 
-/* Purge every unit of n that holds memory or covers bytes of the file. n locked. */
-static int64_t purge_file_locked(struct fs *fs, struct inode *n)
+/*
+ * Purge the units of n that hold memory (with_memory) or the others
+ * that cover bytes of the file (their bytes join the purged set; their
+ * extents must fit under the limit: evict_unit_locked).  n locked.
+ * Pages freed, or -ENOMEM when a unit could not be purged for want of
+ * room (those before it were).  *any: set when a unit was purged.
+ */
+static int64_t purge_file_locked(struct fs *fs, struct inode *n, bool with_memory, bool *any)
 {
 	uint64_t freed = 0;
 
 	for (struct unit *u = units_first_from(&n->units, 0); u; u = units_next(&n->units, u)) {
+		uint64_t start = u->start * PG, end;
 		int64_t got;
 
-		if (!u->resident && u->start * PG >= n->size)
+		if (with_memory != (u->resident > 0) || (!with_memory && start >= n->size))
 			continue;
+		if (!with_memory) {
+			/* Its bytes in the file, all purged already (by the
+			 * first pass, or before): nothing to add. */
+			end = u->end == UNIT_UNBOUNDED || u->end > n->size / PG ? n->size
+									       : u->end * PG;
+			if (extset_bytes_in(&n->purged, start, end) == end - start)
+				continue;
+		}
 		got = evict_unit_locked(fs, n, u);
 		if (got < 0)
 			return got;
+		*any = true;
 		freed += (uint64_t)got;
 	}
 	return (int64_t)freed;
@@ -204,14 +237,17 @@ static int64_t purge_file_locked(struct fs *fs, struct inode *n)
  * already purged range whose bytes then join the purged set), so visit
  * every file that has units: lru->files, not the purge lists, and not
  * the whole inode table (files without units cost nothing here).
- * ns_lock held for reading keeps those files alive.
+ * Units that hold memory go first, in every file, so that the memory
+ * they give back makes room for what the others add.  ns_lock held for
+ * reading keeps those files alive.
  */
-uint64_t evict_all(struct fs *fs)
+int64_t evict_all(struct fs *fs)
 {
 	struct unlink_list pending = { 0 };
 	struct inode **files = NULL;
 	uint64_t freed = 0, total;
 	size_t n = 0;
+	int err = 0;
 
 	pthread_mutex_lock(&fs->evict_lock);
 	pthread_rwlock_rdlock(&fs->ns_lock);
@@ -219,19 +255,24 @@ uint64_t evict_all(struct fs *fs)
 	if (total && (files = calloc(total, sizeof(*files))) != NULL)
 		n = lru_files(&fs->lru, files, total, &total);
 	/* Out of memory for the list: purge what the lists know of. */
-	for (size_t i = 0; i < n; i++) {
-		struct inode *f = files[i];
-		int64_t got = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			struct inode *f = files[i];
+			bool any = false;
+			int64_t got = 0;
 
-		pthread_rwlock_wrlock(&f->lock);
-		if (f->units.count && !skip_open(f)) {
-			got = purge_file_locked(fs, f);
-			if (got >= 0 && f->auto_unlink)
-				unlink_later(&pending, f);
+			pthread_rwlock_wrlock(&f->lock);
+			if (f->units.count && !skip_open(f)) {
+				got = purge_file_locked(fs, f, pass == 0, &any);
+				if (any)
+					unlink_after_purge(&pending, f, false);
+			}
+			pthread_rwlock_unlock(&f->lock);
+			if (got > 0)
+				freed += (uint64_t)got;
+			else if (got < 0)
+				err = (int)got;
 		}
-		pthread_rwlock_unlock(&f->lock);
-		if (got > 0)
-			freed += (uint64_t)got;
 	}
 	pthread_rwlock_unlock(&fs->ns_lock);
 	unlink_pending(fs, &pending);
@@ -239,18 +280,32 @@ uint64_t evict_all(struct fs *fs)
 	free(files);
 	if (total && !files)
 		freed += evict_loop(fs, always_more, 0, NULL);
-	return freed * PG;
+	return err ? err : (int64_t)(freed * PG);
 }
 
 int64_t evict_file(struct fs *fs, struct inode *n)
 {
-	int64_t got;
+	struct unlink_list pending = { 0 };
+	bool any = false;
+	int64_t got, more;
 
 	if (!S_ISREG(n->mode))
 		return -EISDIR;
+	pthread_mutex_lock(&fs->evict_lock);
+	pthread_rwlock_rdlock(&fs->ns_lock);
 	pthread_rwlock_wrlock(&n->lock);
-	got = purge_file_locked(fs, n);
+	got = purge_file_locked(fs, n, true, &any);
+	if (got >= 0 && (more = purge_file_locked(fs, n, false, &any)) < 0)
+		got = more;
+	/* Asked for by name: its names go even while it is open (SPEC 8:
+	 * every purge of such a file removes them); open descriptions
+	 * keep reading it as an unlinked file. */
+	if (any)
+		unlink_after_purge(&pending, n, true);
 	pthread_rwlock_unlock(&n->lock);
+	pthread_rwlock_unlock(&fs->ns_lock);
+	unlink_pending(fs, &pending);
+	pthread_mutex_unlock(&fs->evict_lock);
 	return got < 0 ? got : got * (int64_t)PG;
 }
 
@@ -283,7 +338,7 @@ void evict_probe(struct fs *fs)
 
 		pthread_rwlock_wrlock(&n->lock);
 		if (lru_unpin(&fs->lru, v[i]) && v[i]->resident &&
-		    (!fs->hooks.prepare || fs->hooks.prepare(fs->hooks.ctx, n) == 0)) {
+		    (!fs->hooks.prepare || fs->hooks.prepare(fs->hooks.ctx, n, false) == 0)) {
 			uint64_t len = v[i]->end == UNIT_UNBOUNDED ? 0 :
 				       (v[i]->end - v[i]->start) * PG;
 

@@ -52,7 +52,8 @@ void evict_probe(struct fs *fs);
 /*
  * Purge unit u of n; caller holds n's lock for writing.  Returns the
  * pages freed, or -ENOMEM when the purged set could not grow (nothing
- * changed then).
+ * changed then): a unit that holds memory pays for its extent with the
+ * pages it frees; one that holds none must find room under the limit.
  */
 int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u);
 
@@ -65,9 +66,17 @@ uint64_t evict_bytes(struct fs *fs, uint64_t bytes);
  * in pressure_purges_total and pressure_bytes_total too.
  */
 uint64_t evict_for_pressure(struct fs *fs, uint64_t bytes);
-/* Purge every unit.  Bytes freed. */
-uint64_t evict_all(struct fs *fs);
-/* Purge every unit of one file (its lock not held).  Bytes freed, or -errno. */
+/*
+ * Purge every unit (auto=unlink files that are open are skipped).  Bytes
+ * freed, or -ENOMEM when a unit that holds no memory found no room for
+ * its purged-set extent (every unit that holds memory was purged).
+ */
+int64_t evict_all(struct fs *fs);
+/*
+ * Purge every unit of one file (no lock held), and under auto=unlink
+ * remove its name, also while it is open.  Bytes freed, or -errno
+ * (-ENOMEM as evict_all).
+ */
 int64_t evict_file(struct fs *fs, struct inode *n);
 
 /*

@@ -248,6 +248,22 @@ static void stat_of(struct inode *n, struct stat *st)
 	pthread_rwlock_unlock(&n->lock);
 }
 
+/*
+ * A name whose file a purge has taken (auto=unlink): refused from the
+ * purge on, before fs_auto_unlink_locked removes it (fs.h).  ns_lock held.
+ */
+static bool name_purged(struct inode *n)
+{
+	bool gone;
+
+	if (!S_ISREG(n->mode))
+		return false;
+	pthread_rwlock_rdlock(&n->lock);
+	gone = n->purge_unlinked;
+	pthread_rwlock_unlock(&n->lock);
+	return gone;
+}
+
 int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode **out,
 	      struct stat *st)
 {
@@ -260,7 +276,7 @@ int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode *
 		return -ENOTDIR;
 	pthread_rwlock_rdlock(&fs->ns_lock);
 	e = dir_find(&dir->dir.entries, name);
-	if (!e) {
+	if (!e || name_purged(e->inode)) {
 		ret = -ENOENT;
 		goto out_unlock;
 	}
@@ -457,8 +473,10 @@ int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *ne
 		ret = -ENOENT;
 		goto out_unlock;
 	}
-	if (n->nlink == 0) {
-		ret = -ENOENT; /* linking an unlinked file, as the VFS refuses */
+	if (n->nlink == 0 || name_purged(n)) {
+		/* linking an unlinked file, as the VFS refuses; or one whose
+		 * name a purge is taking */
+		ret = -ENOENT;
 		goto out_unlock;
 	}
 	ret = dir_add(&newdir->dir.entries, newname, n, NULL);
@@ -598,6 +616,7 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 {
 	struct dirent_node *oe, *ne;
 	struct inode *src, *dst;
+	bool grows;
 	int ret;
 
 	ret = check_name(oldname);
@@ -611,6 +630,11 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 		return -EINVAL;
 	if (!S_ISDIR(olddir->mode) || !S_ISDIR(newdir->mode))
 		return -ENOTDIR;
+	/* A longer name costs more than the entry it replaces: room first,
+	 * purging if need be, as for a new entry. */
+	grows = strlen(newname) > strlen(oldname);
+	if (grows && (ret = room_for_metadata(fs)) != 0)
+		return ret;
 
 	pthread_rwlock_wrlock(&fs->ns_lock);
 	oe = dir_find(&olddir->dir.entries, oldname);
@@ -661,11 +685,15 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 		struct dirent_node *moved;
 		bool was;
 
-		/* A rename frees the old entry as it makes the new one: it
-		 * needs no room, and a full filesystem still renames. */
-		was = meta_unlimited(true);
+		/* The new entry is charged under the limit, unless its name
+		 * is no longer than the old one: then the old entry, freed
+		 * just below, paid for it, and a full filesystem still
+		 * renames (SPEC section 3, no side door). */
+		was = meta_unlimited(!grows);
 		ret = dir_add(&newdir->dir.entries, newname, src, &moved);
 		meta_unlimited(was);
+		if (ret == -ENOMEM && grows)
+			ret = -ENOSPC;
 		if (ret)
 			goto out_unlock;
 		name_moved(src, oe, moved, newdir);
@@ -911,6 +939,8 @@ int fs_readdir(struct fs *fs, struct inode *dir, uint64_t off, bool plus, fs_fil
 	}
 	for (e = dir_next(&dir->dir.entries, off); e;
 	     e = dir_next(&dir->dir.entries, e->cookie)) {
+		if (name_purged(e->inode))
+			continue; /* going: not listed, as lookup refuses it */
 		if (plus)
 			stat_of(e->inode, &st);
 		ret = fill(ctx, e->name, e->inode, &st, e->cookie);
@@ -980,26 +1010,31 @@ int fs_set_auto(struct fs *fs, struct inode *dir, int mode)
 	return 0;
 }
 
+bool fs_auto_unlink_mark(struct inode *n, bool force)
+{
+	if (!S_ISREG(n->mode) || !n->auto_unlink || !n->link1 || n->nlink != 1)
+		return false;
+	/* Under n's lock, so that an open either came first (and the file
+	 * is skipped) or is refused (fs_open_attach). */
+	if (n->nopen > 0 && !force)
+		return false; /* a later purge may take it once it is closed */
+	n->purge_unlinked = true;
+	return true;
+}
+
 bool fs_auto_unlink_locked(struct fs *fs, struct inode *n)
 {
 	struct inode *dir = n->link1_dir;
 	struct dirent_node *e = n->link1;
-	bool open;
 
-	if (!S_ISREG(n->mode) || !n->auto_unlink || !e || n->nlink != 1)
+	/* purge_unlinked is set with ns_lock held at least for reading:
+	 * with it held for writing, it can be read without n's lock.
+	 * A link(2) to a marked file is refused, so nlink is 1 or 0 (a
+	 * rename over it or an unlink took the name already). */
+	if (!S_ISREG(n->mode) || !n->purge_unlinked || !e || n->nlink != 1)
 		return false;
-	/* Under n's lock, so that an open either came first (and the file
-	 * is skipped) or is refused (fs_open_attach). */
-	pthread_rwlock_wrlock(&n->lock);
-	open = n->nopen > 0;
-	if (!open && fs->hooks.unlinking &&
-	    fs->hooks.unlinking(fs->hooks.ctx, dir, n, e->name) < 0)
-		open = true; /* out of memory: it keeps its name */
-	if (!open)
-		n->purge_unlinked = true;
-	pthread_rwlock_unlock(&n->lock);
-	if (open)
-		return false; /* a later purge may take it once it is closed */
+	if (fs->hooks.unlinking)
+		fs->hooks.unlinking(fs->hooks.ctx, dir, n, e->name);
 	n->link1 = NULL;
 	dir_remove(&dir->dir.entries, e);
 	dir_changed(dir);
@@ -1011,21 +1046,35 @@ bool fs_auto_unlink_locked(struct fs *fs, struct inode *n)
 struct ofile *fs_ofile_new(struct fs *fs)
 {
 	struct ofile *of;
+	uint64_t cost = meta_cost(sizeof(*of)), over;
 	bool was;
 
-	(void)fs;
-	/* An open description is counted, never refused for room: a full
-	 * filesystem must still open and read what it holds (tmpfs does),
-	 * and their number is bounded by the kernel's open files. */
+	/* Under the limit, purging first if need be (fs.h) ... */
+	if (fs_room(fs, cost) == 0 && (of = meta_calloc(sizeof(*of))) != NULL)
+		return of;
+	/* ... else from the overdraft, bounded by FS_OPEN_OVERDRAFT: the
+	 * SPEC section 3 allowance has room for it. */
+	over = atomic_fetch_add(&fs->open_overdraft, cost);
+	if (over + cost > FS_OPEN_OVERDRAFT) {
+		atomic_fetch_sub(&fs->open_overdraft, cost);
+		errno = ENOSPC;
+		return NULL;
+	}
 	was = meta_unlimited(true);
 	of = meta_calloc(sizeof(*of));
 	meta_unlimited(was);
+	if (!of) {
+		atomic_fetch_sub(&fs->open_overdraft, cost);
+		return NULL;
+	}
+	of->overdraft = true;
 	return of;
 }
 
 void fs_ofile_discard(struct fs *fs, struct ofile *of)
 {
-	(void)fs;
+	if (of->overdraft)
+		atomic_fetch_sub(&fs->open_overdraft, meta_cost(sizeof(*of)));
 	meta_free(of);
 }
 
@@ -1070,7 +1119,7 @@ void fs_release_file(struct fs *fs, struct ofile *of)
 	}
 	if (of->poll_handle && fs->hooks.poll_free)
 		fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
-	meta_free(of);
+	fs_ofile_discard(fs, of);
 }
 
 bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old)

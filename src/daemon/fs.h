@@ -56,9 +56,11 @@ struct fs_hooks {
 	/*
 	 * Before a purge of n: make sure that what it will queue can be
 	 * queued (allocate n's record).  Zero or -ENOMEM, and then the purge
-	 * does not happen.  n locked for writing.
+	 * does not happen.  funded: the purge frees at least a page, so the
+	 * record may be charged past the limit (meta.h); otherwise it must
+	 * fit under it.  n locked for writing.
 	 */
-	int (*prepare)(void *ctx, struct inode *n);
+	int (*prepare)(void *ctx, struct inode *n, bool funded);
 	/*
 	 * A purge discarded bytes [off, off + len) of n (len 0: to the
 	 * end): have the kernel drop its cached pages there, and then wake
@@ -69,10 +71,12 @@ struct fs_hooks {
 	uint64_t (*purged)(void *ctx, struct inode *n, uint64_t off, uint64_t len);
 	/*
 	 * The daemon is removing name from dir (child is the node it names)
-	 * after a purge: the kernel must forget the dentry.  Zero, or
-	 * -ENOMEM and the name must stay.  Only queues.
+	 * after a purge: the kernel should forget the dentry.  Best effort
+	 * and only queued: no answer depends on it, since the daemon itself
+	 * refuses the name from the moment of the purge (lookup, open;
+	 * fs_auto_unlink_locked).  ns_lock held for writing.
 	 */
-	int (*unlinking)(void *ctx, struct inode *dir, struct inode *child, const char *name);
+	void (*unlinking)(void *ctx, struct inode *dir, struct inode *child, const char *name);
 	/*
 	 * The answer being computed on this thread reports the state of n
 	 * as of sequence number seq (0: all n has queued now): its reply
@@ -103,6 +107,7 @@ struct fs {
 	_Atomic uint64_t purged_bytes_total;
 	_Atomic uint64_t files_unlinked_total;
 	_Atomic bool auto_unlink_seen;  /* stats show files_unlinked_total */
+	_Atomic uint64_t open_overdraft; /* open descriptions past the limit (fs_ofile_new) */
 	/* Memory pressure from outside (pressure.h, SPEC section 10). */
 	_Atomic uint64_t pressure_purges_total;
 	_Atomic uint64_t pressure_bytes_total;
@@ -219,10 +224,19 @@ int fs_get_auto(struct fs *fs, struct inode *dir);
 int fs_set_auto(struct fs *fs, struct inode *dir, int mode);
 
 /*
- * The purge of an auto=unlink file: remove its name, if it still has
- * exactly one and is not open.  ns_lock held for writing.  True when
- * the name went.
+ * The purge of an auto=unlink file, in two steps.  fs_auto_unlink_mark,
+ * in the purge's own critical section (ns_lock held for reading or
+ * writing, n locked for writing): when n is an auto=unlink file with
+ * exactly one name and (unless force) no open description, it is marked
+ * purge_unlinked and true is returned; from then on the daemon refuses
+ * its name itself (fs_lookup: ENOENT; an open through a dentry the
+ * kernel still caches: ESTALE, and the VFS looks the name up again), so
+ * the name is gone for every opener before the purge can be reported.
+ * fs_auto_unlink_locked, later, with ns_lock held for writing: remove
+ * the marked name from its directory and ask the kernel to drop its
+ * dentry.  True when the name went.
  */
+bool fs_auto_unlink_mark(struct inode *n, bool force);
 bool fs_auto_unlink_locked(struct fs *fs, struct inode *n);
 
 /*
@@ -240,7 +254,14 @@ void fs_put_locked(struct fs *fs, struct inode *n);
  * to n.  An unused one goes back with fs_ofile_discard.  Attaching fails
  * only for a file whose name a purge removed (auto=unlink): -ESTALE, and
  * the VFS looks the name up again (SPEC section 8).
+ *
+ * An open description is metadata like any other and is charged under
+ * the limit, after purging if it must; past that, up to FS_OPEN_OVERDRAFT
+ * bytes of open descriptions may exceed the limit (a full filesystem
+ * must still open and read what it holds, as tmpfs does), and beyond
+ * that fs_ofile_new fails (NULL, errno ENOSPC).  Caller holds no lock.
  */
+#define FS_OPEN_OVERDRAFT (1024u * 1024u)
 struct ofile *fs_ofile_new(struct fs *fs);
 void fs_ofile_discard(struct fs *fs, struct ofile *of);
 int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags);

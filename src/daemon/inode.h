@@ -57,6 +57,7 @@ struct ofile {
 	struct inode *inode;       /* immutable */
 	int flags;                 /* open(2) flags; immutable */
 	void *poll_handle;         /* the newest poll of this file; inode lock */
+	bool overdraft;            /* charged past the limit (fs_ofile_new); immutable */
 };
 
 struct inode {
@@ -90,8 +91,12 @@ struct inode {
 			bool auto_unlink;
 			struct dirent_node *link1;
 			struct inode *link1_dir;
-			/* auto=unlink: a purge removed its name; opens
-			 * through a stale dentry are refused (SPEC 8). */
+			/* auto=unlink: a purge took its name (set by
+			 * fs_auto_unlink_mark under lock with ns_lock held
+			 * at least for reading, never cleared): lookups
+			 * and opens through a stale dentry are refused
+			 * (SPEC 8).  Read under lock, or under ns_lock
+			 * held for writing. */
 			bool purge_unlinked;
 			uint64_t inval_seq;   /* the notifier's sequence of the last purge */
 			/* What the kernel is yet to be told (notify.h): set

@@ -34,13 +34,24 @@ struct inval {
 	 * the end); at most INVAL_RANGES, the two closest merged beyond. */
 	struct brange rng[INVAL_RANGES];
 	unsigned nrng;
-	fuse_ino_t del_parent;    /* the pending part deletes del_name in it */
-	char *del_name;
 	uint64_t pend_last;       /* newest sequence number pending */
 	uint64_t fly_last;        /* newest in flight */
 	uint64_t done;            /* newest delivered */
 	struct parked *parked;    /* requests waiting for this file */
 	bool queued, inflight, held;
+};
+
+/*
+ * A name a purge removed, for the kernel to forget (notify.h: deletions
+ * have their own queue and thread, and no reply waits for one).  Both
+ * nodes are held (fs_hold) until it was sent, so their node ids stay
+ * theirs.  Allocated from meta, past the limit: it replaces the
+ * directory entry freed with it, which cost more (meta.h).
+ */
+struct delname {
+	struct delname *next;
+	struct inode *dir, *child;
+	char name[];
 };
 
 enum reply_kind { R_ERR, R_XATTR, R_IOCTL };
@@ -141,7 +152,7 @@ static uint64_t pend_seq(struct notifier *nt, struct inval *r)
 
 /* ---- the hooks (fs.h) ---- */
 
-static int hook_prepare(void *ctx, struct inode *n)
+static int hook_prepare(void *ctx, struct inode *n, bool funded)
 {
 	struct notifier *nt = ctx;
 	struct inval *r;
@@ -152,9 +163,10 @@ static int hook_prepare(void *ctx, struct inode *n)
 	pthread_mutex_unlock(&nt->lock);
 	if (have)
 		return 0;
-	/* Charged like the extent a purge adds, past the limit: a purge
-	 * must not fail for want of memory (meta.h). */
-	was = meta_unlimited(true);
+	/* One record per file, freed with the node.  Past the limit only
+	 * when the purge it serves frees at least a page, which is more
+	 * than the record costs (fs.h, prepare); otherwise it must fit. */
+	was = meta_unlimited(funded);
 	r = meta_calloc(sizeof(*r));
 	meta_unlimited(was);
 	if (!r)
@@ -232,27 +244,41 @@ static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t l
 	return seq;
 }
 
-static int hook_unlinking(void *ctx, struct inode *dir, struct inode *child, const char *name)
+static void hook_unlinking(void *ctx, struct inode *dir, struct inode *child,
+			   const char *name)
 {
 	struct notifier *nt = ctx;
-	char *copy;
-	struct inval *r;
-	int ret = hook_prepare(ctx, child);
+	size_t len = strlen(name);
+	struct delname *d;
+	bool was;
 
-	if (ret)
-		return ret;
-	copy = strdup(name);
-	if (!copy)
-		return -ENOMEM;
+	/* Past the limit: the entry removed with this name cost more. */
+	was = meta_unlimited(true);
+	d = meta_alloc(sizeof(*d) + len + 1);
+	meta_unlimited(was);
+	if (!d)
+		return; /* the kernel keeps its dentry until it expires: opens
+			 * through it are refused all the same (fs.h) */
+	d->next = NULL;
+	d->dir = dir;
+	d->child = child;
+	memcpy(d->name, name, len + 1);
 	pthread_mutex_lock(&nt->lock);
-	r = child->inval;
-	free(r->del_name); /* none: a node is unlinked by a purge once */
-	r->del_parent = nodeid(nt->fs, dir);
-	r->del_name = copy;
-	pend_seq(nt, r);
-	make_ready(nt, r);
+	if (nt->stop) {
+		/* Nothing is sent any more (notifier_stop). */
+		pthread_mutex_unlock(&nt->lock);
+		meta_free(d);
+		return;
+	}
+	fs_hold(dir);
+	fs_hold(child);
+	if (nt->del_tail)
+		nt->del_tail->next = d;
+	else
+		nt->del_head = d;
+	nt->del_tail = d;
+	pthread_cond_signal(&nt->del_work);
 	pthread_mutex_unlock(&nt->lock);
-	return 0;
 }
 
 /* The newest sequence number of n's record, 0 if it has none.  nt locked. */
@@ -555,11 +581,10 @@ static void wake_pollers(struct inode *n, bool stopping)
 static void deliver_one(struct notifier *nt, struct inval *r)
 {
 	struct inode *n = r->n;
-	fuse_ino_t ino = nodeid(nt->fs, n), parent = r->del_parent;
+	fuse_ino_t ino = nodeid(nt->fs, n);
 	struct brange rng[INVAL_RANGES];
 	unsigned nrng = r->nrng;
 	bool range = nrng > 0, put = false, stopping;
-	char *name = r->del_name;
 	struct parked *replies;
 
 	/* Pending becomes in flight, keeping its place in sequence order. */
@@ -569,7 +594,6 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 	r->fly_last = r->pend_last;
 	memcpy(rng, r->rng, nrng * sizeof(rng[0]));
 	r->nrng = 0;
-	r->del_name = NULL;
 	pthread_mutex_unlock(&nt->lock);
 
 	for (unsigned i = 0; i < nrng; i++)
@@ -577,13 +601,6 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 			       fuse_lowlevel_notify_inval_inode(nt->se, ino, (off_t)rng[i].lo,
 					rng[i].hi == UINT64_MAX ? 0 :
 					(off_t)(rng[i].hi - rng[i].lo)));
-	if (name) {
-		report_failure("removing a name from the kernel's cache",
-			       fuse_lowlevel_notify_delete(nt->se, parent, ino, name,
-							   strlen(name)));
-		free(name);
-	}
-
 	pthread_mutex_lock(&nt->lock);
 	r->done = r->fly_last;
 	seq_remove(&r->fly);
@@ -635,6 +652,45 @@ static void *delivery_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The deletion thread: sends the name deletions, oldest first.  A
+ * deletion takes the directory's and the file's i_rwsem in the kernel
+ * (docs/LOCKING.md, "The kernel's locks") and may wait for any request
+ * that holds one of them; no reply waits for a deletion, so every such
+ * request ends on its own and the deletion follows.  It never holds up
+ * a data invalidation: those have their own threads.
+ */
+static void *deletion_main(void *arg)
+{
+	struct notifier *nt = arg;
+
+	pthread_mutex_lock(&nt->lock);
+	while (!nt->stop) {
+		struct delname *d = nt->del_head;
+
+		if (!d) {
+			pthread_cond_wait(&nt->del_work, &nt->lock);
+			continue;
+		}
+		nt->del_head = d->next;
+		if (!nt->del_head)
+			nt->del_tail = NULL;
+		pthread_mutex_unlock(&nt->lock);
+		report_failure("removing a name from the kernel's cache",
+			       fuse_lowlevel_notify_delete(nt->se, nodeid(nt->fs, d->dir),
+							   nodeid(nt->fs, d->child), d->name,
+							   strlen(d->name)));
+		pthread_rwlock_wrlock(&nt->fs->ns_lock);
+		fs_put_locked(nt->fs, d->child);
+		fs_put_locked(nt->fs, d->dir);
+		pthread_rwlock_unlock(&nt->fs->ns_lock);
+		meta_free(d);
+		pthread_mutex_lock(&nt->lock);
+	}
+	pthread_mutex_unlock(&nt->lock);
+	return NULL;
+}
+
 int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs)
 {
 	struct fs_hooks *hooks = &fs->hooks;
@@ -650,15 +706,30 @@ int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs)
 		pthread_mutex_destroy(&nt->lock);
 		return -ret;
 	}
-	for (; nt->nthreads < NOTIFY_THREADS; nt->nthreads++) {
+	if ((ret = pthread_cond_init(&nt->del_work, NULL)) != 0) {
+		pthread_cond_destroy(&nt->work);
+		pthread_mutex_destroy(&nt->lock);
+		return -ret;
+	}
+	/* threads[0] sends deletions, the others data invalidations. */
+	ret = pthread_create(&nt->threads[0], NULL, deletion_main, nt);
+	for (nt->nthreads = ret ? 0 : 1; !ret && nt->nthreads < NOTIFY_THREADS + 1; nt->nthreads++) {
 		ret = pthread_create(&nt->threads[nt->nthreads], NULL, delivery_main, nt);
 		if (ret)
 			break;
 	}
-	if (!nt->nthreads) {
+	if (nt->nthreads < 2) {
+		/* Both kinds are needed: stop the one that started. */
+		pthread_mutex_lock(&nt->lock);
+		nt->stop = true;
+		pthread_cond_broadcast(&nt->del_work);
+		pthread_mutex_unlock(&nt->lock);
+		while (nt->nthreads)
+			pthread_join(nt->threads[--nt->nthreads], NULL);
+		pthread_cond_destroy(&nt->del_work);
 		pthread_cond_destroy(&nt->work);
 		pthread_mutex_destroy(&nt->lock);
-		return -ret;
+		return -(ret ? ret : EAGAIN);
 	}
 	nt->running = true;
 	hooks->ctx = nt;
@@ -694,10 +765,16 @@ static struct parked *drop_all(struct notifier *nt)
 		r->parked = NULL;
 		while (*tail)
 			tail = &(*tail)->next;
-		free(r->del_name);
-		r->del_name = NULL;
 	}
 	nt->ready = nt->ready_tail = NULL;
+	/* Deletions not sent: their holds die with the nodes. */
+	while (nt->del_head) {
+		struct delname *d = nt->del_head;
+
+		nt->del_head = d->next;
+		meta_free(d);
+	}
+	nt->del_tail = NULL;
 	return out;
 }
 
@@ -711,6 +788,7 @@ bool notifier_stop(struct notifier *nt, int timeout_ms)
 	pthread_mutex_lock(&nt->lock);
 	nt->stop = true;
 	pthread_cond_broadcast(&nt->work);
+	pthread_cond_broadcast(&nt->del_work);
 	replies = drop_all(nt);
 	pthread_mutex_unlock(&nt->lock);
 	for (struct parked *p = replies; p; p = p->next)
@@ -733,6 +811,7 @@ bool notifier_stop(struct notifier *nt, int timeout_ms)
 			return false; /* still in the kernel; call again */
 		nt->nthreads--;
 	}
+	pthread_cond_destroy(&nt->del_work);
 	pthread_cond_destroy(&nt->work);
 	pthread_mutex_destroy(&nt->lock);
 	nt->running = false;

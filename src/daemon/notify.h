@@ -56,6 +56,7 @@
 struct fs;
 struct inval;
 struct parked;
+struct delname;
 
 /* Delivery threads: files whose invalidations are slow block one each. */
 #define NOTIFY_THREADS 4
@@ -73,13 +74,15 @@ struct notifier {
 	pthread_mutex_t lock;
 	pthread_cond_t work;           /* a record is ready, or stop */
 	struct inval *ready, *ready_tail;
+	pthread_cond_t del_work;       /* a name deletion is queued, or stop */
+	struct delname *del_head, *del_tail;
 	struct seqlink undelivered;    /* sentinel; oldest first */
 	struct parked *all_head, *all_tail; /* waiting for every seq up to theirs */
 	uint64_t next_seq;             /* last sequence number handed out */
 	bool stop;
 	bool running;
 	unsigned nthreads;
-	pthread_t threads[NOTIFY_THREADS];
+	pthread_t threads[NOTIFY_THREADS + 1]; /* [0]: the deletion thread */
 };
 
 /* Start the threads for session se and fill fs's hooks to feed them.  Zero or -errno. */

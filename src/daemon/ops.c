@@ -420,7 +420,7 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* First what can fail, then the truncation. */
 	of = fs_ofile_new(fs_of(req));
 	if (!of) {
-		fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, errno == ENOSPC ? ENOSPC : ENOMEM);
 		return;
 	}
 	ret = fs_open_attach(fs_of(req), of, n, fi->flags);
@@ -475,7 +475,7 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	 * fails leaves no name behind. */
 	of = fs_ofile_new(fs_of(req));
 	if (!of) {
-		fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, errno == ENOSPC ? ENOSPC : ENOMEM);
 		return;
 	}
 	ret = fs_mknod(fs_of(req), node_of(req, parent), name, S_IFREG | (mode & 07777), 0,

@@ -57,20 +57,20 @@ static int set_purge(struct fs *fs, struct inode *n, const char *value, size_t s
 	if (n == fs->root) {
 		if (!is_owner(fs, caller))
 			return -EPERM;
-		if (all)
-			evict_all(fs);
-		else
-			evict_bytes(fs, bytes);
-		/* Returns once the kernel dropped what went, names too. */
+		got = all ? evict_all(fs) : (int64_t)evict_bytes(fs, bytes);
+		/* Returns once the kernel dropped the data that went.  Names
+		 * are refused by the daemon from the purge on; their dentry
+		 * deletions are sent apart, and nothing waits for them: this
+		 * request holds the root's i_rwsem, which they need. */
 		if (fs->hooks.depend_all)
 			fs->hooks.depend_all(fs->hooks.ctx);
-		return 0;
+		return got < 0 ? (int)got : 0;
 	}
 	if (!S_ISREG(n->mode) || !all)
 		return -EINVAL;
 	/* Bytes freed, 64-bit: more than 2 GiB is no error (SPEC section 9). */
 	got = evict_file(fs, n);
-	if (got >= 0 && fs->hooks.depend)
+	if (fs->hooks.depend)
 		fs->hooks.depend(fs->hooks.ctx, n, 0);
 	return got < 0 ? (int)got : 0;
 }

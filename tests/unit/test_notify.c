@@ -46,6 +46,8 @@ static struct event events[256];
 static int nevents;
 static fuse_ino_t blocked;      /* its invalidations wait for release() */
 static int inside_blocked;      /* invalidations of it waiting now */
+static bool deletes_blocked;    /* every name deletion waits for release() */
+static int inside_delete;       /* deletions waiting now */
 
 static void log_event(struct event e)
 {
@@ -76,6 +78,15 @@ int fuse_lowlevel_notify_delete(struct fuse_session *se, fuse_ino_t parent, fuse
 	struct event e = { .kind = EV_DELETE, .id = child };
 
 	(void)se; (void)parent;
+	/* As the kernel's fuse_reverse_inval_entry waits for the i_rwsem
+	 * that a request in flight holds. */
+	pthread_mutex_lock(&k_lock);
+	inside_delete++;
+	pthread_cond_broadcast(&k_cond);
+	while (deletes_blocked)
+		pthread_cond_wait(&k_cond, &k_lock);
+	inside_delete--;
+	pthread_mutex_unlock(&k_lock);
 	snprintf(e.name, sizeof(e.name), "%.*s", (int)namelen, name);
 	log_event(e);
 	return 0;
@@ -174,6 +185,7 @@ static void release(void)
 {
 	pthread_mutex_lock(&k_lock);
 	blocked = 0;
+	deletes_blocked = false;
 	pthread_cond_broadcast(&k_cond);
 	pthread_mutex_unlock(&k_lock);
 }
@@ -200,6 +212,8 @@ static void setup(void)
 
 	nevents = 0;
 	blocked = 0;
+	deletes_blocked = false;
+	inside_delete = 0;
 	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
 	ck_assert_int_eq(notifier_start(&nt, NULL, &fs), 0);
 }
@@ -416,25 +430,117 @@ START_TEST(test_shutdown_answers_parked_replies)
 }
 END_TEST
 
-START_TEST(test_auto_unlink_deletes_and_refuses_opens)
+/* A file in a new auto=unlink directory "cache", holding a byte, marked all. */
+static struct inode *cache_file(struct inode **dir, const char *name)
 {
-	struct inode *dir, *n;
+	struct inode *n;
+	struct stat st;
+
+	if (!*dir) {
+		ck_assert_int_eq(fs_mknod(&fs, fs.root, "cache", S_IFDIR | 0755, 0, NULL, &cred,
+					  dir, &st), 0);
+		ck_assert_int_eq(fs_setxattr(&fs, *dir, "user.volatile.auto", "unlink", 6, 0,
+					     &cred), 0);
+	}
+	ck_assert_int_eq(fs_mknod(&fs, *dir, name, S_IFREG | 0600, 0, NULL, &cred, &n, &st), 0);
+	ck_assert_int_eq(fs_write(&fs, n, 0, "x", 1), 1);
+	return n;
+}
+
+static int count_entry(void *ctx, const char *name, struct inode *n, const struct stat *st,
+		       uint64_t next)
+{
+	(void)n; (void)st; (void)next;
+	*(int *)ctx += strcmp(name, "entry") == 0;
+	return 0;
+}
+
+/* Refused by the daemon itself: lookup, readdir, link and open (SPEC 8). */
+static void assert_name_refused(struct inode *dir, struct inode *n)
+{
+	struct inode *got;
 	struct ofile *of;
 	struct stat st;
-	int d;
+	int seen = 0;
 
-	ck_assert_int_eq(fs_mknod(&fs, fs.root, "cache", S_IFDIR | 0755, 0, NULL, &cred, &dir, &st), 0);
-	ck_assert_int_eq(fs_setxattr(&fs, dir, "user.volatile.auto", "unlink", 6, 0, &cred), 0);
-	ck_assert_int_eq(fs_mknod(&fs, dir, "entry", S_IFREG | 0600, 0, NULL, &cred, &n, &st), 0);
-	ck_assert_int_eq(fs_write(&fs, n, 0, "x", 1), 1);
-	purge_request(1, fs.root, "all");
-	d = wait_for(EV_DELETE, (uintptr_t)n);
-	ck_assert_str_eq(events[d].name, "entry");
-	ck_assert_int_gt(wait_for(EV_REPLY, (uintptr_t)REQ(1)), d);
+	ck_assert_int_eq(fs_lookup(&fs, dir, "entry", &got, &st), -ENOENT);
+	ck_assert_int_eq(fs_readdir(&fs, dir, 0, false, count_entry, &seen), 0);
+	ck_assert_int_eq(seen, 0);
+	ck_assert_int_eq(fs_link(&fs, n, dir, "again", &st), -ENOENT);
 	of = fs_ofile_new(&fs);
 	ck_assert_int_eq(fs_open_attach(&fs, of, n, O_RDONLY), -ESTALE);
 	fs_ofile_discard(&fs, of);
+}
+
+/*
+ * The kernel's deletion of a dentry waits for the directory's and the
+ * file's i_rwsem, which the purging request may hold (SETXATTR on the
+ * root or on the file): no reply may wait for it.  Here every deletion
+ * blocks, as if that lock were held; the purge's reply still comes,
+ * another file's invalidation is still delivered, and the name is
+ * refused from the reply on.
+ */
+START_TEST(test_root_purge_reply_does_not_wait_for_name_deletion)
+{
+	struct inode *dir = NULL, *n = cache_file(&dir, "entry");
+	struct inode *other = file_with("other", 4 * PG, false);
+
+	ck_assert_int_eq(fs_setxattr(&fs, other, "user.volatile.mark", "all", 3, 0, &cred), 0);
+	pthread_mutex_lock(&k_lock);
+	deletes_blocked = true;
+	pthread_mutex_unlock(&k_lock);
+	purge_request(1, fs.root, "all");
+	ck_assert_int_ge(wait_for(EV_REPLY, (uintptr_t)REQ(1)), 0);
+	ck_assert_int_eq(events[find(EV_REPLY, (uintptr_t)REQ(1))].err, 0);
+	ck_assert_int_ge(find(EV_INVAL, (uintptr_t)other), 0);
+	ck_assert_int_eq(find(EV_DELETE, (uintptr_t)n), -1); /* still blocked */
+	assert_name_refused(dir, n);
+	/* A per-file report on the other file does not wait either. */
+	purged_request(2, other);
+	ck_assert_int_ge(wait_for(EV_REPLY, (uintptr_t)REQ(2)), 0);
+	release();
+	ck_assert_str_eq(events[wait_for(EV_DELETE, (uintptr_t)n)].name, "entry");
 	fs_forget(&fs, n, 1);
+}
+END_TEST
+
+/* A per-file user.volatile.purge removes the name too (SPEC section 8), open or not. */
+START_TEST(test_file_purge_unlinks_auto_unlink_file)
+{
+	struct inode *dir = NULL, *n = cache_file(&dir, "entry");
+	struct ofile *of = fs_ofile_new(&fs);
+	char buf[4];
+
+	ck_assert_int_eq(fs_open_attach(&fs, of, n, O_RDONLY), 0);
+	pthread_mutex_lock(&k_lock);
+	deletes_blocked = true;
+	pthread_mutex_unlock(&k_lock);
+	purge_request(1, n, "all");
+	ck_assert_int_ge(wait_for(EV_REPLY, (uintptr_t)REQ(1)), 0);
+	ck_assert_int_eq(events[find(EV_REPLY, (uintptr_t)REQ(1))].err, 0);
+	assert_name_refused(dir, n);
+	ck_assert_uint_eq(atomic_load(&fs.files_unlinked_total), 1);
+	/* The open description reads it as an unlinked, purged file. */
+	ck_assert_int_eq(fs_read(&fs, n, 0, 1, buf), 1);
+	ck_assert_int_eq(buf[0], 0);
+	release();
+	ck_assert_str_eq(events[wait_for(EV_DELETE, (uintptr_t)n)].name, "entry");
+	fs_release_file(&fs, of);
+	fs_forget(&fs, n, 1);
+}
+END_TEST
+
+/* A purge without an auto=unlink directory leaves names alone. */
+START_TEST(test_file_purge_keeps_plain_names)
+{
+	struct inode *n = file_with("plain", PG, true), *got;
+	struct stat st;
+
+	purge_request(1, n, "all");
+	ck_assert_int_ge(wait_for(EV_REPLY, (uintptr_t)REQ(1)), 0);
+	ck_assert_int_eq(fs_lookup(&fs, fs.root, "plain", &got, &st), 0);
+	ck_assert_ptr_eq(got, n);
+	fs_forget(&fs, n, 2);
 }
 END_TEST
 
@@ -453,7 +559,9 @@ static Suite *notify_suite(void)
 	tcase_add_test(tc, test_many_ranges_merge_the_closest);
 	tcase_add_test(tc, test_pollpri_after_delivery);
 	tcase_add_test(tc, test_shutdown_answers_parked_replies);
-	tcase_add_test(tc, test_auto_unlink_deletes_and_refuses_opens);
+	tcase_add_test(tc, test_root_purge_reply_does_not_wait_for_name_deletion);
+	tcase_add_test(tc, test_file_purge_unlinks_auto_unlink_file);
+	tcase_add_test(tc, test_file_purge_keeps_plain_names);
 	suite_add_tcase(s, tc);
 	return s;
 }
