@@ -16,12 +16,18 @@
  *   range to the record's pending ranges (coalesced: touching ranges
  *   merge, at most INVAL_RANGES (16) are kept apart and the two closest merge
  *   past that, so the pages between scattered units stay cached; one
- *   round per file however many units went) under a new sequence number;
- *   an auto=unlink name removed by a purge adds the name to delete.
+ *   round per file however many units went) under a new sequence number.
  * - A few delivery threads (NOTIFY_THREADS) take records from a ready
- *   queue, one file per thread, and send its invalidation and dentry
- *   deletion with no lock held.  A slow file (a large mapping, a dirty
- *   one) holds one thread; the other files' records go by it.
+ *   queue, one file per thread, and send its invalidation with no lock
+ *   held.  A slow file (a large mapping, a dirty one) holds one thread;
+ *   the other files' records go by it.
+ * - A name an auto=unlink purge removed goes on a queue of its own; one
+ *   more thread sends those deletions.  A deletion needs the kernel's
+ *   i_rwsem of the directory and of the file, which requests in flight
+ *   may hold (SETXATTR, RENAME, ... docs/LOCKING.md, "The kernel's
+ *   locks"), so it has no sequence number and no reply waits for it:
+ *   the daemon refuses the name itself from the purge on (fs.h,
+ *   fs_auto_unlink_mark).
  * - A request that reports a purge (the purged/ranges xattrs, unmark,
  *   the ioctls, user.volatile.purge) computes its answer, then
  *   notify_reply_*() parks it with the sequence number it depends on
