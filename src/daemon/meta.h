@@ -49,10 +49,27 @@ void meta_credit_begin(uint64_t bytes);
 uint64_t meta_credit_end(void);
 
 /*
- * Purging must never fail for want of memory: it is how memory comes
- * back.  Between meta_unlimited(true) and meta_unlimited(false), on this
- * thread, blocks are charged without the limit's check (the one extent a
- * purge adds to a purged set).  Returns the previous setting.
+ * Between meta_unlimited(true) and meta_unlimited(false), on this
+ * thread, blocks are charged without the limit's check.  Returns the
+ * previous setting.  Every use is paid for by something the caller
+ * frees or already reserved, so the limit has no side door (SPEC
+ * section 3); each use says so beside it:
+ *   - evict.c, evict_unit_locked: the purged-set extent of a unit that
+ *     holds memory (at most one: a unit is one run), paid for by the at
+ *     least one page the purge frees; a unit that holds none is charged
+ *     under the limit;
+ *   - notify.c, hook_prepare: a file's one notifier record, the same way
+ *     (funded only by a purge that frees a page; the probe's is limited);
+ *   - notify.c, hook_unlinking: a name deletion, paid for by the larger
+ *     directory entry freed with it;
+ *   - fs.c, fs_rename: the new entry when its name is no longer than the
+ *     old one, whose entry is freed in the same call;
+ *   - fs.c, fs_ofile_new: open descriptions past the limit, at most
+ *     FS_OPEN_OVERDRAFT bytes of them in all (fs.h);
+ *   - fs.c, fs_init: the root, once.
+ * Outside meta: a parked reply (notify.c) lives while its request is in
+ * flight and its invalidation is pending, like libfuse's own request
+ * buffer, and both show in the RSS the monitor reads.
  */
 bool meta_unlimited(bool on);
 

@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -123,7 +124,11 @@ static void dump_stacks(pid_t pid)
 	globfree(&g);
 }
 
-/* Abort the connection of the mount: every waiter gets ENOTCONN. */
+/*
+ * Abort the connection of the mount: every waiter gets ENOTCONN.  Through
+ * fusectl (mounted here if it is not), else umount -f, which aborts a
+ * FUSE connection too.
+ */
 static void abort_mount(void)
 {
 	struct stat st;
@@ -134,9 +139,13 @@ static void abort_mount(void)
 		return;
 	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%u/abort", minor(st.st_dev));
 	fd = open(p, O_WRONLY);
+	if (fd < 0 && mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL) == 0)
+		fd = open(p, O_WRONLY);
 	if (fd >= 0) {
 		(void)!write(fd, "1", 1);
 		close(fd);
+	} else {
+		(void)umount2(mnt, MNT_FORCE);
 	}
 }
 
