@@ -1143,31 +1143,10 @@ bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old)
 	return purged;
 }
 
-/* Namespaces stored, as tmpfs: user.*, trusted.*, security.*. */
-#define XATTR_NS_USER     1u
-#define XATTR_NS_TRUSTED  2u
-#define XATTR_NS_SECURITY 4u
-
-/* The namespace bit of a stored name, or 0 for names we refuse. */
-static unsigned xattr_ns_of(const char *name)
-{
-	if (strncmp(name, "user.", 5) == 0)
-		return XATTR_NS_USER;
-	if (strncmp(name, "trusted.", 8) == 0)
-		return XATTR_NS_TRUSTED;
-	if (strncmp(name, "security.", 9) == 0)
-		return XATTR_NS_SECURITY;
-	return 0;
-}
-
-/* Recompute the namespace bits.  Caller holds n->lock for writing. */
+/* Publish the namespace bits (counted by xattr.c).  Caller holds n->lock for writing. */
 static void xattr_ns_update_locked(struct inode *n)
 {
-	unsigned ns = 0;
-
-	for (const struct xattr *x = n->xattrs; x; x = x->next)
-		ns |= xattr_ns_of(x->name);
-	atomic_store_explicit(&n->xattr_ns, ns, memory_order_release);
+	atomic_store_explicit(&n->xattr_ns, xattr_ns(n->xattrs), memory_order_release);
 }
 
 int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,

@@ -75,7 +75,7 @@ struct inode {
 	 * readable without the lock so that the kernel's lookup of
 	 * security.capability before every write is answered at once. */
 	_Atomic unsigned xattr_ns;
-	struct xattr *xattrs;         /* under lock */
+	struct xattrs *xattrs;        /* NULL when none (xattr.h); under lock */
 	struct inode *prev, *next;    /* in the table; under itable->lock */
 	union {
 		struct {                  /* regular file; all under lock */
