@@ -28,7 +28,8 @@
  *   random_mix                  every kind of request from several processes on
  *                               auto=unlink and plain directories, with pressure and
  *                               root purges running.
- * VFS_NOHANG_SECONDS sets the length of the timed cases (default 6).
+ * VFS_NOHANG_SECONDS sets the length of the timed cases (default 6);
+ * VFS_NOHANG_CASES="name ..." runs only those cases (by hand).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -276,29 +277,28 @@ static uint64_t stat_of_mount(const char *key)
 
 /* ---- case 1 ---- */
 
-#define UFILES 48
+#define UFILES 16
+#define USIZE (1u << 20)
 
-static void cache_files(int unused)
+static void cache_files(int set)
 {
 	char path[64];
 
-	(void)unused;
 	for (int i = 0; i < UFILES; i++) {
-		snprintf(path, sizeof(path), "cache/f%d", i);
-		write_file(path, 256 << 10, true);
+		snprintf(path, sizeof(path), "cache/s%d-f%d", set, i);
+		write_file(path, USIZE, true);
 	}
 }
 
-static void unmarker(int unused)
+static void unmarker(int set)
 {
 	char path[64];
 
-	(void)unused;
-	for (double end = now_s() + run_s; now_s() < end;) {
+	for (double end = now_s() + 2 * run_s; now_s() < end;) {
 		for (int i = 0; i < UFILES; i++) {
 			int r;
 
-			snprintf(path, sizeof(path), "cache/f%d", i);
+			snprintf(path, sizeof(path), "cache/s%d-f%d", set, i);
 			op_begin("setxattr %s user.volatile.unmark all", path);
 			r = setxattr(path, "user.volatile.unmark", "all", 3, 0);
 			op_end();
@@ -308,7 +308,7 @@ static void unmarker(int unused)
 				WFAIL("unmark %s: %s", path, errname(errno));
 			if (r != 0) {
 				if (errno == ENOENT) /* purged and gone: again */
-					write_file(path, 256 << 10, false);
+					write_file(path, USIZE, false);
 				continue;
 			}
 			op_begin("setxattr %s user.volatile.mark all", path);
@@ -323,7 +323,7 @@ static void unmarker(int unused)
 /* Non-volatile data written and deleted in turn: the daemon must purge. */
 static void pressure_writer(int mib)
 {
-	for (double end = now_s() + run_s; now_s() < end;) {
+	for (double end = now_s() + 2 * run_s; now_s() < end;) {
 		write_file("plain/big", (size_t)mib << 20, false);
 		op_begin("unlink plain/big");
 		unlink("plain/big");
@@ -352,9 +352,13 @@ START_TEST(user_unmark_under_pressure)
 	uint64_t purges = stat_of_mount("purges_total");
 
 	make_dirs(NOBODY);
-	spawn(NOBODY, cache_files, 0);
+	for (int set = 0; set < 3; set++)
+		spawn(NOBODY, cache_files, set);
 	watch();
-	spawn(NOBODY, unmarker, 0);
+	/* Three of them, twice as long as the other cases: with one for
+	 * 6 s, 2 runs of 4 hung before the fix. */
+	for (int set = 0; set < 3; set++)
+		spawn(NOBODY, unmarker, set);
 	spawn(NOBODY, pressure_writer, writer_mib(1, 1));
 	watch();
 	/* The case is only a case if purges happened while it ran. */
@@ -741,6 +745,15 @@ int main(void)
 	Suite *s = suite_create("nohang");
 	const char *e = getenv("VFS_NOHANG_SECONDS");
 	const char *pid = getenv("VFS_DAEMON_PID");
+	const char *only = getenv("VFS_NOHANG_CASES"); /* names, for runs by hand */
+	const struct { const char *name; const TTest *fn; } cases[] = {
+		{ "root_purge_auto_unlink_root", root_purge_auto_unlink_root },
+		{ "file_purge_unlinks", file_purge_unlinks },
+		{ "user_unmark_under_pressure", user_unmark_under_pressure },
+		{ "random_mix", random_mix },
+		{ "sparse_unit_purge_bounded", sparse_unit_purge_bounded },
+		{ "rename_longer_bounded", rename_longer_bounded },
+	};
 	TCase *tc;
 
 	if (!mtest_find_mount("nohang", mnt) || !mtest_make_run_dir("nohang", mnt))
@@ -757,11 +770,8 @@ int main(void)
 	if (slots == MAP_FAILED)
 		return 1;
 	tc = mtest_tcase(s, "nohang", setup, teardown, 300);
-	tcase_add_test(tc, root_purge_auto_unlink_root);
-	tcase_add_test(tc, file_purge_unlinks);
-	tcase_add_test(tc, user_unmark_under_pressure);
-	tcase_add_test(tc, random_mix);
-	tcase_add_test(tc, sparse_unit_purge_bounded);
-	tcase_add_test(tc, rename_longer_bounded);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (!only || strstr(only, cases[i].name))
+			tcase_add_test(tc, cases[i].fn);
 	return mtest_run(s);
 }
