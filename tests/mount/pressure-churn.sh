@@ -88,6 +88,7 @@ ok "churn: the ordinary file and the $kept unpurged files read back intact"
 pbytes0=$(stat_of pressure_bytes_total)
 fails0=$(cat "$cg/memory.failcnt")
 # The stream loop runs in the cgroup; so does every dd it starts.
+# shellcheck disable=SC2016 # for the inner bash
 in_cgroup bash -c 'while :; do
 	dd if="$1" iflag=nocache count=0 status=none
 	dd if="$1" of=/dev/null bs=1M status=none
@@ -100,11 +101,11 @@ stop_stream()
 	kill -KILL "$spid" 2> /dev/null || true
 	for ((i = 0; i < 50; i++)); do
 		local left=0
-		for p in $(cat "$cg/cgroup.procs"); do
+		while read -r p; do
 			[[ " $daemon_pids " == *" $p "* ]] && continue
 			kill -KILL "$p" 2> /dev/null || true
 			left=1
-		done
+		done < "$cg/cgroup.procs"
 		((left)) || break
 		sleep 0.1
 	done

@@ -15,10 +15,11 @@
 # pressure_teardown: unmount, kill everything left in the cgroup, remove it.
 # check_files NAME NFILES: the ordinary file and every unpurged v* intact.
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # vfs_test (lib.sh) and daemon (the test) come from the sourcing script
 
 cgroot=/sys/fs/cgroup/memory
 mib=$((1024 * 1024))
-cg= mnt= pid= work= daemon_pids=
+cg='' mnt='' pid='' work='' daemon_pids=''
 pressure_cleanup=()
 
 pressure_init()
@@ -62,9 +63,9 @@ pressure_teardown()
 	if [[ -n $cg && -d $cg ]]; then
 		for ((i = 0; i < 50; i++)); do
 			[[ -s $cg/cgroup.procs ]] || break
-			for p in $(cat "$cg/cgroup.procs"); do
+			while read -r p; do
 				kill -KILL "$p" 2> /dev/null || true
-			done
+			done < "$cg/cgroup.procs"
 			sleep 0.1
 		done
 		rmdir "$cg" 2> /dev/null || echo "$vfs_test: could not remove $cg" >&2
@@ -72,7 +73,7 @@ pressure_teardown()
 	if [[ -n $pid ]]; then
 		wait "$pid" 2> /dev/null || true
 	fi
-	cg= mnt= pid=
+	cg='' mnt='' pid=''
 	return 0
 }
 
@@ -112,7 +113,7 @@ pressure_setup()
 	# the writer was out here.
 	[[ $(oom_kills) == 0 ]] || fail "$name: OOM kill while setting up"
 	# Only the daemon is in the cgroup now ($pid may be a subshell of ours).
-	daemon_pids=$(cat "$cg/cgroup.procs")
+	daemon_pids=$(tr '\n' ' ' < "$cg/cgroup.procs")
 }
 
 # daemon_alive: the daemon's process is still there.
