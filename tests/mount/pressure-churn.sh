@@ -11,10 +11,10 @@
 # (default /var/tmp; it must be a disk filesystem, not tmpfs), read in the
 # cgroup after its pages were dropped from the page cache, so that each page
 # read is new clean page cache charged to the cgroup.  The file is sparse: its
-# pages are clean page cache like those of a written file (measured: in a
-# 1536M cgroup, the same usage less clean cache, at most 592 MiB, and the
-# same "low" pressure-level events as with a 4 GiB file written on the disk),
-# and it costs no disk space or write time.
+# pages are clean page cache like those of a written file (measured with
+# bench/pressuresignals.py: usage less clean cache at most 582 MiB with it,
+# 596 with a 4 GiB file written on the disk; "low" pressure-level events
+# only, for both), and it costs no disk space or write time.
 #   1. churn: the stream alone.  It must have filled the cgroup to its limit
 #      (memory.failcnt grew: the kernel reclaimed page cache), and then at
 #      least 90% of the volatile data is still held, no OOM kill, the daemon
