@@ -621,7 +621,7 @@ phase_pressure() {
 
 # Record the churn figures of the last helper output as press_churn_KEY_*.
 press_churn() { # KEY
-	rec "press_churn_$1_kept" vfs "$(val kept)"
+	rec "press_churn_$1_kept" vfs "$(awk -v k="$(val kept)" 'BEGIN { printf "%.2f", k * 100 }')"
 	rec "press_churn_$1_oom" vfs "$(val oom_kills)"
 	rec "press_churn_$1_stream_ms" vfs "$(val stream_ms)"
 	[[ $(val failcnt) -gt 0 ]] || say "pressure: the stream never filled the cgroup ($1): no churn"
@@ -751,8 +751,8 @@ press_alone_ms|pressure: memhog $PRESS_HOG MiB alone in a $PRESS_LIMIT_MIB MiB m
 press_madv_ms|pressure: memhog $PRESS_HOG MiB there next to 1 GiB of MADV_FREE memory|ms|down
 press_vfs_ms|pressure: memhog $PRESS_HOG MiB there next to volatilefs with 1 GiB volatile|ms|down
 press_ratio|pressure: memhog next to volatilefs / next to MADV_FREE (aim <= 1.5)|x|down
-press_churn_madv_kept|pressure, churn: 4 GiB file streamed through the cgroup: MADV_FREE memory kept, of 512 MiB|fraction|up
-press_churn_vfs_kept|pressure, churn: the same stream: volatile data kept by volatilefs, of 512 MiB (aim >= 0.9)|fraction|up
+press_churn_madv_kept|pressure, churn: 4 GiB file streamed through the cgroup: MADV_FREE memory kept, of 512 MiB|%|up
+press_churn_vfs_kept|pressure, churn: the same stream: volatile data kept by volatilefs, of 512 MiB (aim >= 90)|%|up
 press_churn_madv_stream_ms|pressure, churn: the stream's time next to MADV_FREE memory|ms|down
 press_churn_vfs_stream_ms|pressure, churn: the stream's time next to volatilefs|ms|down
 press_churn_vfs_oom|pressure, churn: OOM kills next to volatilefs|count|down
