@@ -51,6 +51,23 @@
  *         poll_max_ms    the longest of those reads
  *         event_rt       1 if the crossings' thread ran SCHED_FIFO (see below)
  *       and "headroom", "threshold", "usage_mib".
+ *
+ *   pressurebench churn CGROUP_DIR FILE MIB
+ *       Churn, the baseline: a child joins CGROUP_DIR and holds MIB MiB of
+ *       MADV_FREE memory, as in madvfree; FILE's pages are dropped from the
+ *       page cache (posix_fadvise DONTNEED) and another child in CGROUP_DIR
+ *       streams it (read, 1 MiB at a time, to the end: what `cat` does), so
+ *       the cgroup fills with clean page cache and the kernel reclaims.
+ *       Prints "stream_ms", "stream_mib", "failcnt" (the rise of
+ *       memory.failcnt: the times usage hit the limit; 0 means no churn),
+ *       "oom_kills", "holder_alive", "held_mib" (the holder's VmRSS before)
+ *       and "kept_mib" and "kept" (after, and the fraction of held_mib).
+ *
+ *   pressurebench churn-vfs CGROUP_DIR FILE MOUNTROOT
+ *       The same stream next to a volatilefs daemon running in CGROUP_DIR,
+ *       mounted at MOUNTROOT, instead of the holder.  "held_mib" and
+ *       "kept_mib" are volatile_bytes of user.volatile.stats before and
+ *       after; also "pressure_purges" (the rise of pressure_purges_total).
  */
 #include <inttypes.h>
 #include <poll.h>
@@ -298,6 +315,155 @@ static int madvfree(const char *cg, unsigned long mib, unsigned long hog_mib)
 	close(hold[1]);
 	if (alive)
 		waitpid(holder, &st, 0);
+	return 0;
+}
+
+/* ---- churn ---- */
+
+/* user.volatile.stats KEY of the mount open as fd. */
+static uint64_t stat_key(int fd, const char *key)
+{
+	char buf[4096], pat[96], *p;
+	ssize_t n = fgetxattr(fd, "user.volatile.stats", buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		die("fgetxattr user.volatile.stats:");
+	buf[n] = '\0';
+	snprintf(pat, sizeof(pat), "%s=", key);
+	p = strstr(buf, pat);
+	if (!p)
+		die("no %s in user.volatile.stats", key);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+/* Stream FILE in a child that joined cg, its pages dropped first.  Seconds; MiB read in *mib. */
+static double stream(const char *cg, const char *file, double *mib)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC), res[2], st;
+	double t0, r[2] = { 0, 0 };
+	pid_t pid;
+
+	if (fd < 0)
+		die("open %s:", file);
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
+		die("posix_fadvise %s", file);
+	if (pipe2(res, O_CLOEXEC) != 0)
+		die("pipe:");
+	t0 = now_s();
+	pid = fork();
+	if (pid < 0)
+		die("fork:");
+	if (pid == 0) {
+		static char buf[1 << 20];
+		double bytes = 0;
+		ssize_t n;
+
+		close(res[0]);
+		join_cgroup(cg);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			bytes += (double)n;
+		r[0] = now_s();
+		r[1] = bytes;
+		if (n < 0 || write(res[1], r, sizeof(r)) != sizeof(r))
+			_exit(1);
+		_exit(0);
+	}
+	close(res[1]);
+	close(fd);
+	if (read(res[0], r, sizeof(r)) != sizeof(r))
+		fprintf(stderr, "pressurebench: the stream did not finish\n");
+	close(res[0]);
+	if (waitpid(pid, &st, 0) < 0)
+		die("waitpid:");
+	*mib = r[1] / (double)MIB;
+	return r[0] > 0 ? r[0] - t0 : -1.0;
+}
+
+static uint64_t failcnt(const char *cg)
+{
+	return cg_u64(cg, "memory.failcnt");
+}
+
+static void churn_print(double secs, double mib, uint64_t fails, uint64_t ooms, int alive,
+			uint64_t held, uint64_t kept)
+{
+	printf("stream_ms %.1f\nstream_mib %.1f\nfailcnt %" PRIu64 "\n", secs * 1e3, mib, fails);
+	printf("oom_kills %" PRIu64 "\nholder_alive %d\n", ooms, alive);
+	printf("held_mib %.1f\nkept_mib %.1f\nkept %.4f\n", held / (double)MIB, kept / (double)MIB,
+	       held ? (double)kept / (double)held : 0.0);
+}
+
+static int churn(const char *cg, const char *file, unsigned long mib)
+{
+	int ready[2], hold[2], st;
+	uint64_t oom0, fail0, rss0, rss1;
+	double secs, got;
+	pid_t holder;
+	bool alive;
+	char c;
+
+	if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(hold, O_CLOEXEC) != 0)
+		die("pipe:");
+	holder = fork();
+	if (holder < 0)
+		die("fork:");
+	if (holder == 0) {
+		size_t len = (size_t)mib * MIB;
+		char *m;
+
+		close(ready[0]);
+		close(hold[1]);
+		join_cgroup(cg);
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			die("mmap %lu MiB:", mib);
+		for (size_t off = 0; off < len; off += 4096)
+			m[off] = (char)(off >> 12 | 1);
+		if (madvise(m, len, MADV_FREE) != 0)
+			die("madvise MADV_FREE:");
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	if (read(ready[0], &c, 1) != 1)
+		die("the MADV_FREE holder did not get ready");
+	close(ready[0]);
+	rss0 = vmrss_of(holder);
+	oom0 = oom_kills(cg);
+	fail0 = failcnt(cg);
+	secs = stream(cg, file, &got);
+	alive = waitpid(holder, &st, WNOHANG) == 0;
+	rss1 = alive ? vmrss_of(holder) : 0;
+	churn_print(secs, got, failcnt(cg) - fail0, oom_kills(cg) - oom0, alive, rss0,
+		    rss1 < rss0 ? rss1 : rss0);
+	close(hold[1]);
+	if (alive)
+		waitpid(holder, &st, 0);
+	return 0;
+}
+
+static int churn_vfs(const char *cg, const char *file, const char *root)
+{
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t oom0, fail0, held, kept, purges0;
+	double secs, got;
+
+	if (fd < 0)
+		die("open %s:", root);
+	held = stat_key(fd, "volatile_bytes");
+	purges0 = stat_key(fd, "pressure_purges_total");
+	oom0 = oom_kills(cg);
+	fail0 = failcnt(cg);
+	secs = stream(cg, file, &got);
+	kept = stat_key(fd, "volatile_bytes");
+	churn_print(secs, got, failcnt(cg) - fail0, oom_kills(cg) - oom0, 1, held,
+		    kept < held ? kept : held);
+	printf("pressure_purges %" PRIu64 "\n", stat_key(fd, "pressure_purges_total") - purges0);
+	close(fd);
 	return 0;
 }
 
@@ -576,7 +742,13 @@ int main(int argc, char **argv)
 		return madvfree(argv[2], strtoul(argv[3], NULL, 10), strtoul(argv[4], NULL, 10));
 	if (argc == 6 && strcmp(argv[1], "react") == 0)
 		return react(argv[2], argv[3], parse_size(argv[4]), strtoul(argv[5], NULL, 10));
+	if (argc == 5 && strcmp(argv[1], "churn") == 0)
+		return churn(argv[2], argv[3], strtoul(argv[4], NULL, 10));
+	if (argc == 5 && strcmp(argv[1], "churn-vfs") == 0)
+		return churn_vfs(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: pressurebench madvfree CGROUP_DIR MIB HOG_MIB\n"
-			"       pressurebench react CGROUP_DIR MOUNTROOT HEADROOM HOG_MIB\n");
+			"       pressurebench react CGROUP_DIR MOUNTROOT HEADROOM HOG_MIB\n"
+			"       pressurebench churn CGROUP_DIR FILE MIB\n"
+			"       pressurebench churn-vfs CGROUP_DIR FILE MOUNTROOT\n");
 	return 2;
 }

@@ -12,7 +12,9 @@
 # some need a mount of their own (a smaller memory_limit, a tree of a million files).
 # The memory-pressure section runs a plain program allocating at full speed in a v1 memory
 # cgroup next to 1 GiB of MADV_FREE memory, then next to a volatilefs daemon holding 1 GiB of
-# volatile data, and times the daemon's reaction (SPEC section 10).
+# volatile data, and times the daemon's reaction (SPEC section 10); then streams a 4 GiB file
+# through such a cgroup next to 512 MiB of MADV_FREE memory, then next to the daemon holding
+# 512 MiB of volatile data, and reports how much of each is kept (churn is no shortage).
 #
 # It prints the medians over the repetitions and the ratios volatilefs/tmpfs and
 # volatilefs/fuse-overlayfs as a markdown table, and saves it, with the machine, the kernel,
@@ -208,6 +210,9 @@ cg_remove() {
 	CGROUPS=("${rest[@]}")
 }
 
+# The 4 GiB file the churn rows stream (on the disk, under /var/tmp), removed by cleanup.
+STREAM_FILE=
+
 cleanup() {
 	local rc=$? i left
 	trap - EXIT INT TERM
@@ -221,6 +226,7 @@ cleanup() {
 	for ((i = ${#CGROUPS[@]} - 1; i >= 0; i--)); do
 		cg_remove "${CGROUPS[i]}"
 	done
+	[[ -z $STREAM_FILE ]] || rm -f -- "$STREAM_FILE"
 	if [[ $rc -ne 0 && -n $WORK ]]; then
 		for i in daemons helpers; do
 			[[ -s $WORK/$i.log ]] || continue
@@ -522,14 +528,29 @@ phase_flood() {
 # 1 GiB of volatile data in 16 files of 64 MiB plus a 64 MiB ordinary file, all written from
 # outside the cgroup; with the daemon, how fast it gets the cgroup back out of its headroom.
 # A fresh cgroup for each run, a fresh daemon each repetition.
+# Churn, in the same repetitions: a 4 GiB file written on the disk (/var/tmp), dropped from the
+# page cache and streamed by a child in the cgroup (what `cat` does) next to 512 MiB of MADV_FREE
+# memory, then next to a volatilefs daemon holding 512 MiB of volatile data in 8 files of
+# 64 MiB and the 64 MiB ordinary file: the fraction of each kept afterwards.
 phase_pressure() {
-	local rep mp=$WORK/vpress madv vfs
+	local rep mp=$WORK/vpress madv vfs churn=1
 	if [[ ! -w $CGROOT/cgroup.procs || ! -e $CGROOT/memory.limit_in_bytes ]]; then
 		say "pressure: skipped: no v1 memory controller at $CGROOT"
 		return 0
 	fi
 	head -c 64M /dev/urandom >"$WORK/ordinary"
 	: >"$WORK/pressure.txt"
+	case $(stat -f -c %T /var/tmp) in
+	tmpfs | ramfs)
+		say "pressure: no churn rows: /var/tmp is not on a disk"
+		churn=0
+		;;
+	*)
+		STREAM_FILE=$(mktemp /var/tmp/vfsbench-stream.XXXXXX)
+		say "pressure: writing the 4 GiB file to stream, $STREAM_FILE"
+		dd if=/dev/zero of="$STREAM_FILE" bs=1M count=4096 conv=fsync status=none
+		;;
+	esac
 	for ((rep = 1; rep <= PRESS_REPS; rep++)); do
 		REP=$rep
 		say "pressure: repetition $rep of $PRESS_REPS"
@@ -570,8 +591,40 @@ phase_pressure() {
 		cmp -s "$WORK/ordinary" "$mp/ordinary" || say "pressure: the 64 MiB ordinary file changed"
 		unmount_one "$mp"
 		cg_remove "$LAST_CG"
+		((churn)) || continue
+
+		cg_make "churn-madv-$rep" $((PRESS_LIMIT_MIB << 20))
+		press_helper churn "$LAST_CG" "$STREAM_FILE" 512
+		press_churn madv
+		cg_remove "$LAST_CG"
+
+		cg_make "churn-vfs-$rep" $((PRESS_LIMIT_MIB << 20))
+		mount_vfs "$mp" memory_limit=4G "$LAST_CG"
+		cp "$WORK/ordinary" "$mp/ordinary"
+		mkdir "$mp/vol"
+		helper "$HB/purgebench" fill "$mp/vol" 512M 8 64M
+		press_helper churn-vfs "$LAST_CG" "$STREAM_FILE" "$mp"
+		press_churn vfs
+		say "pressure: 4 GiB streamed through the cgroup: $(awk -v r="$REP" '$3 == r && $1 ~ /^press_churn_(madv|vfs)_kept$/ { printf "%s %s  ", $1, $4 }' "$RAW")" \
+			"(volatilefs pressure purges $(val pressure_purges), OOM kills $(val oom_kills))"
+		kill -0 "$LAST_PID" 2>/dev/null || say "pressure: the daemon died (see $WORK/daemons.log)"
+		cmp -s "$WORK/ordinary" "$mp/ordinary" || say "pressure: the 64 MiB ordinary file changed"
+		unmount_one "$mp"
+		cg_remove "$LAST_CG"
 	done
 	cp "$WORK/pressure.txt" "$OUT/pressure-raw.txt"
+	if [[ -n $STREAM_FILE ]]; then
+		rm -f -- "$STREAM_FILE"
+		STREAM_FILE=
+	fi
+}
+
+# Record the churn figures of the last helper output as press_churn_KEY_*.
+press_churn() { # KEY
+	rec "press_churn_$1_kept" vfs "$(awk -v k="$(val kept)" 'BEGIN { printf "%.2f", k * 100 }')"
+	rec "press_churn_$1_oom" vfs "$(val oom_kills)"
+	rec "press_churn_$1_stream_ms" vfs "$(val stream_ms)"
+	[[ $(val failcnt) -gt 0 ]] || say "pressure: the stream never filled the cgroup ($1): no churn"
 }
 
 # pressurebench ARGS..., its output kept in $WORK/pressure.txt too.
@@ -698,6 +751,11 @@ press_alone_ms|pressure: memhog $PRESS_HOG MiB alone in a $PRESS_LIMIT_MIB MiB m
 press_madv_ms|pressure: memhog $PRESS_HOG MiB there next to 1 GiB of MADV_FREE memory|ms|down
 press_vfs_ms|pressure: memhog $PRESS_HOG MiB there next to volatilefs with 1 GiB volatile|ms|down
 press_ratio|pressure: memhog next to volatilefs / next to MADV_FREE (aim <= 1.5)|x|down
+press_churn_madv_kept|pressure, churn: 4 GiB file streamed through the cgroup: MADV_FREE memory kept, of 512 MiB|%|up
+press_churn_vfs_kept|pressure, churn: the same stream: volatile data kept by volatilefs, of 512 MiB (aim >= 90)|%|up
+press_churn_madv_stream_ms|pressure, churn: the stream's time next to MADV_FREE memory|ms|down
+press_churn_vfs_stream_ms|pressure, churn: the stream's time next to volatilefs|ms|down
+press_churn_vfs_oom|pressure, churn: OOM kills next to volatilefs|count|down
 press_madv_oom|pressure: OOM kills next to MADV_FREE|count|down
 press_vfs_oom|pressure: OOM kills next to volatilefs|count|down
 press_madv_reclaimed|pressure: MADV_FREE memory the kernel took back|MiB|down
@@ -998,8 +1056,14 @@ report() { # COMMAND QUICK SECONDS
   next crossing of the second downwards (usage wobbles by about a MiB next to a threshold
   with nothing freed, so the first one alone would cross back and forth). "First purge seen"
   is when a thread reading \`user.volatile.stats\` back to back sees
-  \`pressure_purges_total\` change; the daemon adds to it when a purge step ends. Raw output:
-  [pressure-raw.txt](pressure-raw.txt).
+  \`pressure_purges_total\` change; the daemon adds to it when a purge step ends. Churn, in the
+  same repetitions and fresh cgroups of the same limit: a 4 GiB file written on the disk
+  (/var/tmp), dropped from the page cache (\`posix_fadvise\` DONTNEED) and read to the end by a
+  child in the cgroup (1 MiB reads, as \`cat\`), next to a process holding 512 MiB it wrote and
+  \`MADV_FREE\`d (kept: its VmRSS after over before), then next to a volatilefs daemon holding
+  512 MiB of volatile data in 8 files of 64 MiB and the 64 MiB ordinary file (kept:
+  \`volatile_bytes\` after over before). Nothing in the cgroup needs anonymous memory then:
+  whatever goes, goes for page cache. Raw output: [pressure-raw.txt](pressure-raw.txt).
 EOF
 		if [[ -f $OUT/rss-flood.png && " $ONLY " == *" flood "* ]]; then
 			echo

@@ -9,11 +9,13 @@
  * Sources, each used when it exists and skipped (named once in the log)
  * when it does not:
  *   cgroup2  the v2 cgroup of /proc/self/cgroup ("0::PATH") and its
- *            ancestors: memory.current against memory.max and memory.high;
+ *            ancestors: memory.current less the clean page cache of
+ *            memory.stat against memory.max and memory.high;
  *            memory.events wakes us (POLLPRI) on high/max events, and the
  *            cgroup's memory.pressure carries the PSI trigger.
  *   cgroup1  the v1 memory cgroup ("N:...memory...:PATH") and its
- *            ancestors: memory.usage_in_bytes against memory.limit_in_bytes,
+ *            ancestors: memory.usage_in_bytes less the clean page cache of
+ *            memory.stat (total_*) against memory.limit_in_bytes,
  *            with a usage-threshold eventfd at limit - headroom and a
  *            memory.pressure_level eventfd ("medium") registered through
  *            cgroup.event_control.
@@ -21,16 +23,25 @@
  *            when cgroup2 is in use, else on PROC/pressure/memory.
  *   meminfo  MemAvailable of PROC/meminfo against the headroom.
  *
- * Decisions (pure functions below, unit-tested): a cgroup level is in
- * pressure while usage > limit - headroom; the machine while MemAvailable
- * < headroom.  The bytes "needed" are the largest shortfall over all
- * sources.  While anything is needed, or after each PSI or pressure-level
- * event, the thread purges one step: max(needed, volatile bytes / 8), at
+ * Decisions (pure functions below, unit-tested; how they were chosen is
+ * measured in pressure.c): clean page cache that the kernel can drop is no
+ * shortage.  A cgroup level's memory "in use" is its usage less the clean
+ * file pages of its memory.stat (pressure_parse_stat); the level is short
+ * while in use > limit - headroom.  The machine is short while MemAvailable
+ * (which already counts droppable cache as available) < headroom.  The
+ * bytes "needed" are the largest shortfall over all sources.  The "slack"
+ * is the least room left anywhere, droppable cache counted as room: limit -
+ * in use for each level, MemAvailable for the machine.  While anything is
+ * needed, the thread purges one step: max(needed, volatile bytes / 8), at
  * least one unit, and looks again at once, until nothing is needed or
- * nothing volatile holds memory.  Between events the thread re-reads the
- * sources on a timer whose period follows the distance to the headroom
- * (PRESSURE_RATE bytes per ms, between PRESSURE_MIN_MS and
- * PRESSURE_MAX_MS), so a quiet machine costs a few reads a second.
+ * nothing volatile holds memory.  A PSI or pressure-level event purges a
+ * step too, but only while the slack is under twice the headroom (or no
+ * source can tell the slack): an event while the kernel can still drop
+ * clean cache for it is churn, not shortage.  Between events the thread
+ * re-reads the sources on a timer whose period follows the distance to the
+ * headroom in memory in use (PRESSURE_RATE bytes per ms, between
+ * PRESSURE_MIN_MS and PRESSURE_MAX_MS), so a quiet machine costs a few
+ * reads a second.
  *
  * Test seam: cfg.proc replaces /proc (PROC/self/cgroup,
  * PROC/self/mountinfo, PROC/meminfo, PROC/pressure/memory), so a test can
@@ -89,6 +100,7 @@ struct pressure_ops {
 /* One cgroup level whose limits apply to the daemon. */
 struct pressure_level {
 	int usage_fd;           /* memory.current / memory.usage_in_bytes */
+	int stat_fd;            /* memory.stat (clean page cache), -1 when it cannot be read */
 	int limit_fd[2];        /* v2: memory.max, memory.high; v1: memory.limit_in_bytes, -1 */
 	int events_fd;          /* v2: memory.events (POLLPRI), else -1 */
 	int ctl_fd;             /* v1: cgroup.event_control, else -1 */
@@ -114,6 +126,7 @@ struct pressure {
 	uint64_t memtotal;
 	uint64_t headroom;          /* in force */
 	uint64_t last_need;         /* from the last pressure_need() */
+	uint64_t last_slack;        /* likewise; PRESSURE_NOLIMIT when no source tells it */
 	int next_ms;                /* timer period after the last pressure_need() */
 	uint64_t last_rescan_ms;
 	/* The thread. */
@@ -131,6 +144,14 @@ uint64_t pressure_need_limit(uint64_t usage, uint64_t limit, uint64_t headroom);
 uint64_t pressure_need_avail(uint64_t avail, uint64_t headroom);
 /* One purge step: max(need, volatile / 8), at least 1 (one unit); 0 when nothing is asked. */
 uint64_t pressure_step(uint64_t need, bool event, uint64_t volatile_bytes);
+/* Memory in use at a cgroup level: usage less its clean page cache (0 at least). */
+uint64_t pressure_in_use(uint64_t usage, uint64_t clean);
+/* Room left under a limit for memory in use: limit - in_use, 0 at least;
+ * PRESSURE_NOLIMIT when there is no limit. */
+uint64_t pressure_slack(uint64_t in_use, uint64_t limit);
+/* Does a pressure event purge a step?  While the slack is under twice the
+ * headroom, or unknown (PRESSURE_NOLIMIT). */
+bool pressure_event_counts(uint64_t slack, uint64_t headroom);
 /* Timer period in ms for a distance in bytes to the nearest headroom. */
 int pressure_period_ms(uint64_t distance);
 
@@ -139,6 +160,15 @@ int pressure_period_ms(uint64_t distance);
 int pressure_parse_value(const char *s, uint64_t *out);
 /* From /proc/meminfo: MemAvailable and MemTotal in bytes (-ENOENT when absent). */
 int pressure_parse_meminfo(const char *text, uint64_t *avail, uint64_t *total);
+/*
+ * From a cgroup's memory.stat: the clean page cache the kernel can drop,
+ * inactive_file + active_file - dirty - writeback (0 at least).  Version 1
+ * reads the hierarchical total_inactive_file, total_active_file,
+ * total_dirty and total_writeback; version 2 inactive_file, active_file,
+ * file_dirty and file_writeback.  -ENOENT when a file LRU count is absent
+ * (dirty and writeback absent count as 0).
+ */
+int pressure_parse_stat(const char *text, int version, uint64_t *clean);
 /*
  * From /proc/self/cgroup: the path of the v2 cgroup (version 2) or of the
  * v1 memory cgroup (version 1), copied into path.  -ENOENT when absent.
@@ -160,7 +190,8 @@ int pressure_open(struct pressure *p, const struct pressure_cfg *cfg);
 void pressure_close(struct pressure *p);
 /*
  * Read every source: the bytes to free to be out of every headroom now (0
- * when none).  Sets next_ms and, with the default headroom, headroom.
+ * when none).  Sets last_need, last_slack, next_ms and, with the default
+ * headroom, headroom.
  */
 uint64_t pressure_need(struct pressure *p);
 /* "cgroup1,psi,meminfo", or "none". */
@@ -168,7 +199,8 @@ void pressure_format_sources(unsigned sources, char *buf, size_t len);
 
 /*
  * One round as the thread runs it after a wake-up with `events` pressure
- * events: purge in steps while needed.  Bytes freed.
+ * events: purge in steps while needed, and a step for each event while
+ * pressure_event_counts() says it counts.  Bytes freed.
  */
 uint64_t pressure_round(struct pressure *p, unsigned events);
 

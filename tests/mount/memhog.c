@@ -42,5 +42,9 @@ int main(int argc, char *argv[])
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("%.0f\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+	/* Given back, so that LeakSanitizer's exit check passes in a sanitizer build. */
+	for (unsigned long i = 0; i < mib; i++)
+		free(v[i]);
+	free(v);
 	return 0;
 }

@@ -8,12 +8,16 @@
 # event) and a meminfo file the test rewrites.  With -o pressure_headroom=100M
 # and eight volatile files of 1 MiB (one unit each), checks:
 # - pressure_sources is "psi,meminfo";
-# - one PSI event purges one step, an eighth of the volatile bytes and at
-#   least one unit: exactly the coldest unit (the file marked first) goes;
+# - MemAvailable between the headroom and twice it purges nothing by itself;
+#   then one PSI event
+#   purges one step, an eighth of the volatile bytes and at least one unit:
+#   exactly the coldest unit (the file marked first) goes;
 # - two more events purge two more units, coldest first;
 # - MemAvailable under the headroom purges the rest, in steps, until nothing
 #   volatile holds memory; the ordinary file is intact;
-# - MemAvailable back above the headroom: new volatile data is left alone.
+# - MemAvailable back above the headroom: new volatile data is left alone,
+#   and a PSI event then purges nothing (MemAvailable, which counts the page
+#   cache the kernel can drop, is far above the headroom: churn).
 
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -40,6 +44,7 @@ fi
 proc=$2
 trap 'rm -rf "$proc"' EXIT
 cd "$VFS_TEST_DIR"
+need python3 python3
 
 stat_of() { getfattr --only-values -n user.volatile.stats . | sed -n "s/^$1=//p"; }
 
@@ -77,6 +82,11 @@ eq "8 MiB volatile in 8 units" "$(stat_of volatile_bytes) $(stat_of volatile_uni
 	"$((8 * mib)) 8"
 eq "no pressure purge before any pressure" "$(stat_of pressure_purges_total)" 0
 
+# MemAvailable 150 MiB: over the headroom (no need of its own), under twice it.
+meminfo 150 "$proc/meminfo"
+sleep 1
+eq "MemAvailable under twice the headroom alone purges nothing" \
+	"$(stat_of pressure_purges_total)" 0
 echo x > "$proc/pressure/memory"
 wait_stat pressure_purges_total 1
 eq "one PSI event: one step, one unit, 1 MiB" "$(stat_of pressure_bytes_total)" "$mib"
@@ -102,4 +112,22 @@ setfattr -n user.volatile.mark -v all w
 # The daemon re-reads meminfo at least every 250 ms; give it four times that.
 sleep 1
 eq "MemAvailable above the headroom: new volatile data stays" \
+	"$(stat_of volatile_bytes) $(stat_of pressure_purges_total)" "$mib 8"
+
+# A PSI event now is churn: wait until the daemon has read it from the FIFO,
+# then give its round (which reads meminfo again) a second.
+echo x > "$proc/pressure/memory"
+python3 - "$proc/pressure/memory" <<'EOF2' || fail "the daemon did not read the PSI event"
+import array, fcntl, os, sys, termios, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_NONBLOCK)
+for _ in range(200):
+    n = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, n)
+    if n[0] == 0:
+        sys.exit(0)
+    time.sleep(0.05)
+sys.exit(1)
+EOF2
+sleep 1
+eq "a PSI event with 20 GiB available purges nothing" \
 	"$(stat_of volatile_bytes) $(stat_of pressure_purges_total)" "$mib 8"

@@ -2,17 +2,21 @@
  * Unit tests for the memory-pressure module (src/daemon/pressure.c, SPEC
  * section 10).  Covered:
  *  - the pure decisions: default headroom, the need against a limit and
- *    against MemAvailable, the purge step, the timer period;
- *  - the parsers of cgroup values, /proc/meminfo, /proc/self/cgroup and
- *    /proc/self/mountinfo;
+ *    against MemAvailable, the purge step, the timer period; memory in use
+ *    (usage less clean page cache), the slack, whether an event counts;
+ *  - the parsers of cgroup values, /proc/meminfo, memory.stat (v1 and v2),
+ *    /proc/self/cgroup and /proc/self/mountinfo;
  *  - pressure_open / pressure_need on a temporary directory laid out like
  *    /proc and a cgroup v2 hierarchy (cfg.proc is the seam), then like a
  *    hybrid system whose memory controller is on cgroup v1: the sources
  *    found, the headroom in force, the need at each level and from
- *    MemAvailable (the files are rewritten between calls);
+ *    MemAvailable (the files are rewritten between calls); clean page cache
+ *    in memory.stat is no shortage, dirty and writeback pages are;
  *  - a missing source is named once in the log, also after a rescan;
  *  - the thread with fake pressure_ops: a line written to the
- *    memory.pressure FIFO purges exactly one step, MemAvailable under the
+ *    memory.pressure FIFO purges nothing while the cgroup has room (its
+ *    page cache counted as room: churn) and exactly one step once the
+ *    slack is under twice the headroom, MemAvailable under the
  *    headroom purges until nothing volatile is left, pressure_stop returns
  *    promptly.
  */
@@ -107,6 +111,31 @@ static void put_meminfo(uint64_t total, uint64_t avail)
 	    total / KiB, avail / KiB / 2, avail / KiB);
 }
 
+/* A v2 memory.stat with these file counts, fixed width (rewritten in place). */
+static void put_stat2(const char *rel, uint64_t inactive, uint64_t active, uint64_t dirty,
+		      uint64_t writeback)
+{
+	put(rel,
+	    "anon %20" PRIu64 "\nfile %20" PRIu64 "\nshmem 0\nfile_mapped 0\n"
+	    "file_dirty %20" PRIu64 "\nfile_writeback %20" PRIu64 "\n"
+	    "inactive_anon 0\nactive_anon 0\ninactive_file %20" PRIu64 "\n"
+	    "active_file %20" PRIu64 "\nunevictable 0\n",
+	    (uint64_t)0, inactive + active, dirty, writeback, inactive, active);
+}
+
+/* A v1 memory.stat: its own counts 0, the hierarchical totals as given. */
+static void put_stat1(const char *rel, uint64_t inactive, uint64_t active, uint64_t dirty,
+		      uint64_t writeback)
+{
+	put(rel,
+	    "cache 0\nrss 0\ndirty 0\nwriteback 0\ninactive_file 0\nactive_file 0\n"
+	    "hierarchical_memory_limit 9223372036854771712\n"
+	    "total_cache %20" PRIu64 "\ntotal_rss 0\ntotal_dirty %20" PRIu64 "\n"
+	    "total_writeback %20" PRIu64 "\ntotal_inactive_anon 0\ntotal_active_anon 0\n"
+	    "total_inactive_file %20" PRIu64 "\ntotal_active_file %20" PRIu64 "\n",
+	    inactive + active, dirty, writeback, inactive, active);
+}
+
 struct logrec {
 	pthread_mutex_t mu;
 	unsigned n;
@@ -166,12 +195,14 @@ static void v2_tree(uint64_t own_max, uint64_t own_cur, uint64_t anc_max, uint64
 	put_value(OWN "memory.max", own_max);
 	put_value(OWN "memory.high", NOLIM);
 	put_value(OWN "memory.current", own_cur);
+	put_stat2(OWN "memory.stat", 0, 0, 0, 0);
 	put(OWN "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
 	path_of(fifo, sizeof(fifo), OWN "memory.pressure");
 	ck_assert_int_eq(mkfifo(fifo, 0644), 0);
 	put_value(ANC "memory.max", anc_max);
 	put_value(ANC "memory.high", NOLIM);
 	put_value(ANC "memory.current", 200 * MiB);
+	put_stat2(ANC "memory.stat", 0, 0, 0, 0);
 	put("cg/memory.current", "0\n"); /* the root: not a level */
 	put_meminfo(16 * GiB, avail);
 }
@@ -224,6 +255,42 @@ START_TEST(decisions)
 	ck_assert_uint_eq(pressure_step(0, true, 0), 1);
 	ck_assert_uint_eq(pressure_step(0, true, 7), 1);
 	ck_assert_uint_eq(pressure_step(5, false, 0), 5);
+
+	/* memory in use: usage less clean page cache */
+	ck_assert_uint_eq(pressure_in_use(1400 * MiB, 900 * MiB), 500 * MiB);
+	ck_assert_uint_eq(pressure_in_use(1400 * MiB, 0), 1400 * MiB);
+	ck_assert_uint_eq(pressure_in_use(100 * MiB, 300 * MiB), 0); /* stats a little behind */
+	ck_assert_uint_eq(pressure_slack(500 * MiB, L), L - 500 * MiB);
+	ck_assert_uint_eq(pressure_slack(L, L), 0);
+	ck_assert_uint_eq(pressure_slack(L + 7, L), 0);
+	ck_assert_uint_eq(pressure_slack(L, NOLIM), NOLIM);
+	/* an event counts under twice the headroom, or when nothing tells the slack */
+	ck_assert(pressure_event_counts(0, H));
+	ck_assert(pressure_event_counts(H, H));
+	ck_assert(pressure_event_counts(2 * H - 1, H));
+	ck_assert(!pressure_event_counts(2 * H, H));
+	ck_assert(!pressure_event_counts(8 * GiB, H));
+	ck_assert(pressure_event_counts(NOLIM, H));
+	ck_assert(pressure_event_counts(NOLIM - 1, UINT64_MAX / 2 + 1)); /* no overflow */
+	/*
+	 * The churn of the measurement in pressure.c: a 1536M cgroup at its
+	 * limit, 960M of it clean page cache: no need, the event does not count.
+	 * The hog: the same usage with no cache: short.
+	 */
+	{
+		const uint64_t cl = 1536 * MiB, ch = pressure_default_headroom(cl);
+		uint64_t use = pressure_in_use(cl - 2 * MiB, 960 * MiB);
+
+		ck_assert_uint_eq(pressure_need_limit(use, cl, ch), 0);
+		ck_assert(!pressure_event_counts(pressure_slack(use, cl), ch));
+		use = pressure_in_use(cl - 2 * MiB, 0);
+		ck_assert_uint_eq(pressure_need_limit(use, cl, ch), ch - 2 * MiB);
+		ck_assert(pressure_event_counts(pressure_slack(use, cl), ch));
+		/* between the headroom and twice it: no need, but an event counts */
+		use = pressure_in_use(cl - 2 * MiB, ch + ch / 2);
+		ck_assert_uint_eq(pressure_need_limit(use, cl, ch), 0);
+		ck_assert(pressure_event_counts(pressure_slack(use, cl), ch));
+	}
 
 	ck_assert_int_eq(pressure_period_ms(0), PRESSURE_MIN_MS);
 	ck_assert_int_eq(pressure_period_ms(PRESSURE_RATE), PRESSURE_MIN_MS);
@@ -279,6 +346,48 @@ START_TEST(parse_meminfo)
 	ck_assert_int_eq(pressure_parse_meminfo("", &avail, &total), -ENOENT);
 	/* a key that only starts with MemAvailable is another key */
 	ck_assert_int_eq(pressure_parse_meminfo("MemAvailableX: 5 kB\n", &avail, &total), -ENOENT);
+}
+END_TEST
+
+START_TEST(parse_stat)
+{
+	/* a v1 memory.stat as the kernel writes it (6.18), shortened */
+	const char *v1 = "cache 10784768\nrss 5816320\nshmem 10395648\nmapped_file 8433664\n"
+			 "dirty 28672\nwriteback 0\ninactive_file 12288\nactive_file 376832\n"
+			 "hierarchical_memory_limit 9223372036854771712\n"
+			 "total_cache 790847488\ntotal_rss 12345344\ntotal_dirty 55345152\n"
+			 "total_writeback 4096\ntotal_inactive_anon 6397952\n"
+			 "total_active_anon 45056\ntotal_inactive_file 336764928\n"
+			 "total_active_file 443686912\ntotal_unevictable 16211968\n";
+	const char *v2 = "anon 1000\nfile 900000\nfile_mapped 4096\nfile_dirty 8192\n"
+			 "file_writeback 4096\ninactive_anon 0\nactive_anon 1000\n"
+			 "inactive_file 600000\nactive_file 300000\nunevictable 0\n";
+	uint64_t c = 42;
+
+	ck_assert_int_eq(pressure_parse_stat(v1, 1, &c), 0);
+	ck_assert_uint_eq(c, 336764928ull + 443686912ull - 55345152ull - 4096ull);
+	ck_assert_int_eq(pressure_parse_stat(v2, 2, &c), 0);
+	ck_assert_uint_eq(c, 900000 - 8192 - 4096);
+	/* the v1 own counts ("inactive_file") are not the v2 keys' lines */
+	ck_assert_int_eq(pressure_parse_stat(v1, 2, &c), 0);
+	ck_assert_uint_eq(c, 12288 + 376832); /* v2 keys: file_dirty absent, 0 */
+	c = 42;
+	ck_assert_int_eq(pressure_parse_stat(v2, 1, &c), -ENOENT);
+	ck_assert_uint_eq(c, 42);
+	/* dirty and writeback absent: 0; more dirty than file (stats in flight): 0 */
+	ck_assert_int_eq(pressure_parse_stat("inactive_file 5\nactive_file 7\n", 2, &c), 0);
+	ck_assert_uint_eq(c, 12);
+	ck_assert_int_eq(pressure_parse_stat("inactive_file 5\nactive_file 7\nfile_dirty 20\n",
+					     2, &c), 0);
+	ck_assert_uint_eq(c, 0);
+	/* a key that only starts like one is another key */
+	ck_assert_int_eq(pressure_parse_stat("inactive_filex 5\nactive_file 7\n", 2, &c), -ENOENT);
+	ck_assert_int_eq(pressure_parse_stat("active_file 7\n", 2, &c), -ENOENT);
+	ck_assert_int_eq(pressure_parse_stat("", 1, &c), -ENOENT);
+	ck_assert_int_eq(pressure_parse_stat("inactive_file x\nactive_file 7\n", 2, &c), -EINVAL);
+	ck_assert_int_eq(pressure_parse_stat("inactive_file 18446744073709551615\n"
+					     "active_file 7\n", 2, &c), -EINVAL);
+	ck_assert_int_eq(pressure_parse_stat(v2, 3, &c), -EINVAL);
 }
 END_TEST
 
@@ -397,6 +506,7 @@ START_TEST(v2_need)
 	const uint64_t H = 4 * GiB / 20;
 	struct pressure p;
 	struct logrec r;
+	char path[512];
 
 	v2_tree(4 * GiB, 100 * MiB, 8 * GiB, 8 * GiB);
 	open_with_log(&p, &r, 0, NULL);
@@ -410,6 +520,23 @@ START_TEST(v2_need)
 	put_value(OWN "memory.current", 4 * GiB - H);
 	ck_assert_uint_eq(pressure_need(&p), 0);
 	ck_assert_int_eq(p.next_ms, PRESSURE_MIN_MS); /* at the threshold: the fastest */
+
+	/* far over the threshold, all of it clean page cache: no need, a slow timer */
+	put_value(OWN "memory.current", 4 * GiB - 1 * MiB);
+	put_stat2(OWN "memory.stat", 2 * GiB, 1 * GiB, 0, 0);
+	ck_assert_uint_eq(pressure_need(&p), 0);
+	ck_assert_uint_eq(p.last_slack, 3 * GiB + 1 * MiB);
+	ck_assert_int_eq(p.next_ms, PRESSURE_MAX_MS);
+	/* dirty and writeback pages are not droppable: they count as in use */
+	put_stat2(OWN "memory.stat", 2 * GiB, 1 * GiB, 2 * GiB, 1 * GiB - H + 1 * MiB + 4096);
+	ck_assert_uint_eq(pressure_need(&p), 4096);
+	ck_assert_int_eq(p.next_ms, 0);
+	/* in use just under the threshold: no need, the fastest timer */
+	put_stat2(OWN "memory.stat", 2 * GiB, 1 * GiB, 0, 3 * GiB - H + 1 * MiB);
+	ck_assert_uint_eq(pressure_need(&p), 0);
+	ck_assert_uint_eq(p.last_slack, H);
+	ck_assert_int_eq(p.next_ms, PRESSURE_MIN_MS);
+	put_stat2(OWN "memory.stat", 0, 0, 0, 0);
 
 	/* memory.high under memory.max is the limit, and the headroom follows it */
 	put_value(OWN "memory.high", 3 * GiB);
@@ -425,10 +552,15 @@ START_TEST(v2_need)
 	ck_assert_uint_eq(pressure_need(&p), 0);
 	ck_assert_uint_eq(p.headroom, 16 * GiB / 20);
 
-	/* an ancestor's limit counts */
+	/* an ancestor's limit counts, and its own page cache */
 	put_value(OWN "memory.current", 100 * MiB);
 	put_value(ANC "memory.max", 2 * GiB);
 	put_value(ANC "memory.current", 2 * GiB - 2 * GiB / 20 + 777);
+	ck_assert_uint_eq(pressure_need(&p), 777);
+	put_stat2(ANC "memory.stat", 700, 77, 0, 0);
+	ck_assert_uint_eq(pressure_need(&p), 0);
+	ck_assert_uint_eq(p.last_slack, 2 * GiB / 20);
+	put_stat2(ANC "memory.stat", 0, 0, 0, 0);
 	ck_assert_uint_eq(pressure_need(&p), 777);
 
 	/* MemAvailable under the headroom: the larger need wins */
@@ -440,6 +572,15 @@ START_TEST(v2_need)
 	put_value(ANC "memory.current", 100 * MiB);
 	ck_assert_uint_eq(pressure_need(&p), 0);
 	ck_assert_uint_eq(p.last_need, 0);
+	pressure_close(&p);
+
+	/* without memory.stat, page cache counts as in use (and it is said once) */
+	v2_tree(4 * GiB, 4 * GiB - H + 10, 8 * GiB, 8 * GiB);
+	path_of(path, sizeof(path), OWN "memory.stat");
+	ck_assert_int_eq(unlink(path), 0);
+	open_with_log(&p, &r, 0, NULL);
+	ck_assert_uint_eq(log_count(&r, "cannot open memory.stat"), 1);
+	ck_assert_uint_eq(pressure_need(&p), 10);
 	pressure_close(&p);
 }
 END_TEST
@@ -462,6 +603,7 @@ START_TEST(v1_need)
 	put("v1/grp/memory.limit_in_bytes", "9223372036854771712\n");
 	put("v1/grp/cgroup.event_control", "");
 	put("v1/grp/memory.pressure_level", "");
+	put_stat1("v1/grp/memory.stat", 0, 0, 0, 0);
 	put_meminfo(16 * GiB, 8 * GiB);
 	open_with_log(&p, &r, 0, NULL);
 	ck_assert_uint_eq(p.sources, PSRC_CGROUP1 | PSRC_MEMINFO);
@@ -488,6 +630,19 @@ START_TEST(v1_need)
 	put_value("v1/grp/memory.usage_in_bytes", 1 * GiB);
 	ck_assert_uint_eq(pressure_need(&p), 0);
 	ck_assert_uint_eq(log_count(&r, "not used"), 2); /* nothing new */
+
+	/* a stream through the cgroup: usage at the limit, most of it clean cache */
+	put_value("v1/grp/memory.usage_in_bytes", 2 * GiB - 4096);
+	put_stat1("v1/grp/memory.stat", 900 * MiB, 300 * MiB, 1 * MiB, 0);
+	ck_assert_uint_eq(pressure_need(&p), 0);
+	ck_assert_uint_eq(p.last_slack, 1200 * MiB + 4096 - 1 * MiB);
+	/* the threshold is registered, but usage is over it: the timer watches */
+	ck_assert_uint_eq(p.levels[0].thr_at, 2 * GiB - H);
+	ck_assert_int_eq(p.next_ms, pressure_period_ms(1200 * MiB + 4096 - 1 * MiB - H));
+	/* the cache gone to anonymous memory: short */
+	put_stat1("v1/grp/memory.stat", 10 * MiB, 0, 0, 0);
+	ck_assert_uint_eq(pressure_need(&p), H - 10 * MiB - 4096);
+	ck_assert_int_eq(p.next_ms, 0);
 	pressure_close(&p);
 }
 END_TEST
@@ -623,10 +778,23 @@ START_TEST(thread_purges_on_event_and_avail)
 	WAIT_FOR(&f.mu, f.vb_calls >= 2);
 	ck_assert_uint_eq(snap(&f).n, 0);
 
-	/* one PSI event: one step of volatile / 8 */
+	/*
+	 * A PSI event while the cgroup is far from its limit, its page cache
+	 * counted as room (usage near the limit, 3 GiB of it clean cache): churn,
+	 * no purge.  The rounds after it read the sources again.
+	 */
+	put_stat2(OWN "memory.stat", 2 * GiB, 1 * GiB, 0, 0); /* first: never short between */
+	put_value(OWN "memory.current", 4 * GiB - 10 * MiB);
 	path_of(fifo, sizeof(fifo), OWN "memory.pressure");
 	fd = open(fifo, O_WRONLY | O_NONBLOCK);
 	ck_assert_int_ge(fd, 0);
+	s = snap(&f);
+	ck_assert_int_eq(write(fd, "x\n", 2), 2);
+	WAIT_FOR(&f.mu, f.vb_calls >= s.vb_calls + 3);
+	ck_assert_uint_eq(snap(&f).n, 0);
+
+	/* the same event with the slack under twice the headroom: one step of volatile / 8 */
+	put_stat2(OWN "memory.stat", H + H / 2 - 10 * MiB, 0, 0, 0);
 	ck_assert_int_eq(write(fd, "x\n", 2), 2);
 	close(fd);
 	WAIT_FOR(&f.mu, f.n >= 1);
@@ -663,7 +831,7 @@ END_TEST
 
 int main(void)
 {
-	const TTest *core[] = { decisions, parse_value, parse_meminfo, parse_cgroup,
+	const TTest *core[] = { decisions, parse_value, parse_meminfo, parse_stat, parse_cgroup,
 				parse_mountinfo, v2_sources_and_headroom, v2_need, v1_need };
 	const TTest *threaded[] = { missing_sources_named_once, thread_purges_on_event_and_avail };
 	Suite *s = suite_create("pressure");
