@@ -317,6 +317,11 @@ bool evict_for_write(struct fs *fs, uint64_t pages)
 	return evict_to(fs, low > need ? low - need : 0) > 0;
 }
 
+void evict_attach(struct fs *fs)
+{
+	fs->make_room = evict_for_write;
+}
+
 void evict_check(struct fs *fs)
 {
 	if (mem_rss(&fs->mem) > atomic_load(&fs->mem.limit))

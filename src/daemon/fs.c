@@ -14,9 +14,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 
-#include "evict.h"
 #include "file.h"
-#include "vxattr.h"
 
 static void release_page(void *page, void *ctx)
 {
@@ -137,7 +135,6 @@ void fs_destroy(struct fs *fs)
 {
 	struct page_batch b = { .arena = &fs->arena };
 
-	evict_monitor_stop(fs);
 	for (struct inode *n = fs->itable.head.next; n != &fs->itable.head; n = n->next) {
 		if (!S_ISREG(n->mode))
 			continue;
@@ -162,15 +159,15 @@ void fs_destroy(struct fs *fs)
  * first, as a write does; only when that leaves us over is it ENOSPC.
  * Caller holds no lock.
  */
-/* See make_room(). */
+/* See find_room(). */
 #define SPACE_RETRIES 64
 
-static bool make_room(struct fs *fs, uint64_t bytes);
+static bool find_room(struct fs *fs, uint64_t bytes);
 
 int fs_room(struct fs *fs, uint64_t bytes)
 {
 	for (int tries = 0; !mem_fits(&fs->mem, bytes); tries++) {
-		if (tries == SPACE_RETRIES || !make_room(fs, bytes)) {
+		if (tries == SPACE_RETRIES || !find_room(fs, bytes)) {
 			atomic_fetch_add(&fs->mem.enospc_total, 1);
 			return -ENOSPC;
 		}
@@ -810,7 +807,7 @@ int fs_read_reply(struct fs *fs, struct inode *n, uint64_t off, size_t size,
  * gives up, free heap memory is handed back to the kernel (mem_trim), so
  * a flood of metadata that was deleted does not keep refusing requests.
  */
-static bool make_room(struct fs *fs, uint64_t bytes)
+static bool find_room(struct fs *fs, uint64_t bytes)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit);
 	uint64_t vol = atomic_load(&fs->lru.resident) * ARENA_PAGE_SIZE;
@@ -821,7 +818,7 @@ static bool make_room(struct fs *fs, uint64_t bytes)
 		mem_trim(&fs->mem, true);
 		return mem_fits(&fs->mem, bytes);
 	}
-	if (evict_for_write(fs, pages))
+	if (fs->make_room && fs->make_room(fs, pages))
 		return true;
 	if (atomic_load(&fs->lru.resident) > 0 || mem_fits(&fs->mem, bytes))
 		return true;
@@ -845,7 +842,7 @@ ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, 
 		need = ret == -ENOSPC ? file_pages_needed_locked(n, off, size) : 0;
 		pthread_rwlock_unlock(&n->lock);
 		if (ret != -ENOSPC || tries == SPACE_RETRIES ||
-		    !make_room(fs, need * ARENA_PAGE_SIZE))
+		    !find_room(fs, need * ARENA_PAGE_SIZE))
 			break;
 	}
 	if (ret == -ENOSPC)
@@ -876,7 +873,7 @@ int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_
 		need = file_pages_needed_locked(n, off, len);
 		pthread_rwlock_unlock(&n->lock);
 		if (tries == SPACE_RETRIES || need > atomic_load(&fs->mem.limit) / ARENA_PAGE_SIZE ||
-		    !make_room(fs, need * ARENA_PAGE_SIZE)) {
+		    !find_room(fs, need * ARENA_PAGE_SIZE)) {
 			atomic_fetch_add(&fs->mem.enospc_total, 1);
 			return -ENOSPC;
 		}
@@ -1149,13 +1146,24 @@ static void xattr_ns_update_locked(struct inode *n)
 	atomic_store_explicit(&n->xattr_ns, xattr_ns(n->xattrs), memory_order_release);
 }
 
+/*
+ * user.volatile.* names belong to the layer above (vxattr.h), which
+ * answers them before it calls here; one that arrives anyway is never
+ * stored: refused as an unknown name of that family would be.
+ */
+static bool is_volatile_name(const char *name)
+{
+	return strncmp(name, FS_VOLATILE_PREFIX, sizeof(FS_VOLATILE_PREFIX) - 1) == 0;
+}
+
 int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
 		size_t size, int flags, const struct fs_cred *cred)
 {
 	int ret;
 
-	if (vxattr_is_ours(name))
-		return vxattr_set(fs, n, name, value, size, cred->uid);
+	(void)cred;
+	if (is_volatile_name(name))
+		return -EINVAL;
 	if (!xattr_ns_of(name))
 		return -EOPNOTSUPP;
 	ret = fs_room(fs, meta_cost(size) + meta_cost(strlen(name) + 1) + NODE_BYTES);
@@ -1177,8 +1185,9 @@ long fs_getxattr(struct fs *fs, struct inode *n, const char *name, void *buf, si
 	long ret;
 	unsigned ns = xattr_ns_of(name);
 
-	if (vxattr_is_ours(name))
-		return vxattr_get(fs, n, name, buf, size);
+	(void)fs;
+	if (is_volatile_name(name))
+		return -ENODATA;
 	if (!ns)
 		return -EOPNOTSUPP;
 	/* The kernel asks for security.capability before every write: a
@@ -1216,8 +1225,9 @@ int fs_removexattr(struct fs *fs, struct inode *n, const char *name)
 {
 	int ret;
 
-	if (vxattr_is_ours(name))
-		return vxattr_remove(fs, n, name);
+	(void)fs;
+	if (is_volatile_name(name))
+		return -ENODATA;
 	if (!xattr_ns_of(name))
 		return -EOPNOTSUPP;
 	pthread_rwlock_wrlock(&n->lock);

@@ -27,6 +27,8 @@
 #include "units.h"
 
 #define FS_NAME_MAX 255
+/* The names of the volatile layer's xattrs (vxattr.h): never stored here. */
+#define FS_VOLATILE_PREFIX "user.volatile."
 
 /* user.volatile.auto of a directory (SPEC section 8). */
 #define FS_AUTO_OFF    0
@@ -103,6 +105,15 @@ struct fs {
 	bool purged_eio;          /* purged_read=eio; immutable */
 	bool write_unmark;        /* write_policy=unmark; immutable */
 	pthread_mutex_t evict_lock; /* one evictor at a time; taken before ns_lock */
+	/*
+	 * Making room: a request refused for space (a write, a fallocate,
+	 * new metadata through fs_room) asks the volatile layer above to
+	 * free `pages` pages' worth.  True when something was freed and the
+	 * request should try again.  Installed at set-up (evict_attach in
+	 * evict.h) and constant after; NULL: nothing can be freed, the
+	 * request fails with ENOSPC.  Called with no lock held.
+	 */
+	bool (*make_room)(struct fs *fs, uint64_t pages);
 	_Atomic uint64_t purges_total;
 	_Atomic uint64_t purged_bytes_total;
 	_Atomic uint64_t files_unlinked_total;
@@ -160,6 +171,7 @@ int fs_init(struct fs *fs, const struct fs_config *cfg);
  * left to purge.  Caller holds no lock.
  */
 int fs_room(struct fs *fs, uint64_t bytes);
+/* Free everything.  Threads of the layers above (the monitor, evict.h) are stopped first. */
 void fs_destroy(struct fs *fs);
 
 int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode **out,
@@ -275,7 +287,12 @@ void fs_release_file(struct fs *fs, struct ofile *of);
  */
 bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old);
 
-/* cred: the caller, for the root-only user.volatile.* names. */
+/*
+ * Plain xattrs, stored on the node (xattr.h).  The user.volatile.* names
+ * are the layer above's (vxattr.h: the FUSE glue calls vxattr_setxattr
+ * etc., which come here for every other name); passed here they are
+ * never stored: set -EINVAL, get and remove -ENODATA.  cred: the caller.
+ */
 int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
 		size_t size, int flags, const struct fs_cred *cred);
 /* The value's length (copied when size > 0), or -errno (-ERANGE when it does not fit). */

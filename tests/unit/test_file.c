@@ -28,6 +28,7 @@ static void setup(void)
 	struct stat st;
 
 	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
+	evict_attach(&fs); /* writes that need room purge */
 	ck_assert_int_eq(fs_mknod(&fs, fs.root, "f", S_IFREG | 0600, 0, NULL, &cred, &f, &st), 0);
 }
 
