@@ -4,6 +4,12 @@
  *
  * The FUSE glue (ops.c) translates requests into these calls and their
  * results into replies; everything here is usable from a unit test.
+ * The code is in one file per job: fs.c (set-up, node lifetime, room),
+ * fs_ns.c (namespace), fs_attr.c (attributes), fs_data.c (data and
+ * open descriptions), fs_xattr.c (plain xattrs); fs_int.h is what they
+ * share.  The filesystem includes nothing above it (docs/ARCHITECTURE.md)
+ * and reaches the layers above only through the hooks they install:
+ * make_room (evict_attach) and struct fs_hooks (the notifier).
  * Functions return 0 (or a count) on success and -errno on failure, and
  * change nothing when they fail.
  *

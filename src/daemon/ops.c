@@ -1,12 +1,13 @@
 /*
  * ops.c - the FUSE glue: the only file that speaks the low-level API.
  *
- * Each handler maps node ids to nodes, calls into fs.c, and turns the
- * result into a reply.  A reply that reports a purge (the user.volatile
+ * Each handler maps node ids to nodes, calls into the layers below (the
+ * filesystem, fs.h; xattr requests through vxattr.h, the ioctls through
+ * vol.h and evict.h), and turns the result into a reply.  A reply that reports a purge (the user.volatile
  * xattrs, the ioctls) goes through the notifier, which sends it once the
  * kernel has dropped the purged pages (notify.h): the handler returns at
  * once and no worker waits.  No lock is held across a fuse_reply_* call:
- * fs.c takes and drops its locks inside each call.  (One exception, a
+ * the layers below take and drop their locks inside each call.  (One exception, a
  * file's read lock across a READ reply: see vfs_read.)
  *
  * Node ids are node addresses; the root is FUSE_ROOT_ID.  The kernel
