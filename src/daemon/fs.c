@@ -56,6 +56,7 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 	fs->purged_eio = cfg->purged_eio;
 	fs->write_unmark = cfg->write_unmark;
 	fs->fuse_conn = -1;
+	fs->store = &arena_store;
 	ret = -pthread_mutex_init(&fs->evict_lock, NULL);
 	if (ret)
 		goto out_ns;

@@ -30,6 +30,7 @@
 #include "arena.h"
 #include "inode.h"
 #include "mem.h"
+#include "store.h"
 #include "units.h"
 
 #define FS_NAME_MAX 255
@@ -106,6 +107,7 @@ struct fs {
 	struct mem mem;
 	struct lru lru;
 	struct inode *root;
+	const struct store_ops *store; /* file data (store.h); set by fs_init, constant */
 	struct fs_hooks hooks;
 	uid_t owner;              /* the user who mounted; immutable */
 	bool purged_eio;          /* purged_read=eio; immutable */

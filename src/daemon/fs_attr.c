@@ -24,7 +24,7 @@ int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, stru
 	if (v & FS_SET_SIZE) {
 		uint64_t old = n->size;
 
-		ret = file_truncate_locked(fs, n, sa->size);
+		ret = fs->store->truncate(fs, n, sa->size);
 		if (ret)
 			goto out_unlock;
 		if (old != sa->size)

@@ -77,7 +77,7 @@ int fs_read_reply(struct fs *fs, struct inode *n, uint64_t off, size_t size,
 		pthread_rwlock_unlock(&n->lock);
 		pthread_rwlock_wrlock(&n->lock);
 	}
-	got = file_read_iov_locked(fs, n, off, size, iov, &niov);
+	got = fs->store->read_iov(fs, n, off, size, iov, &niov);
 	if (got >= 0) {
 		if (due)
 			stamp_locked(n, T_A);
@@ -101,10 +101,10 @@ ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, 
 		uint64_t need;
 
 		pthread_rwlock_wrlock(&n->lock);
-		ret = file_write_locked(fs, n, off, buf, size);
+		ret = fs->store->write(fs, n, off, buf, size);
 		if (ret > 0)
 			stamp_locked(n, T_M | T_C);
-		need = ret == -ENOSPC ? file_pages_needed_locked(n, off, size) : 0;
+		need = ret == -ENOSPC ? fs->store->pages_needed(n, off, size) : 0;
 		pthread_rwlock_unlock(&n->lock);
 		if (ret != -ENOSPC || tries == SPACE_RETRIES ||
 		    !find_room(fs, need * ARENA_PAGE_SIZE))
@@ -132,10 +132,10 @@ int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_
 		uint64_t need;
 
 		pthread_rwlock_wrlock(&n->lock);
-		ret = file_fallocate_begin_locked(fs, n, mode, off, len, &fa);
+		ret = fs->store->falloc_begin(fs, n, mode, off, len, &fa);
 		if (ret != -ENOSPC)
 			break; /* with the lock held */
-		need = file_pages_needed_locked(n, off, len);
+		need = fs->store->pages_needed(n, off, len);
 		pthread_rwlock_unlock(&n->lock);
 		if (tries == SPACE_RETRIES || need > atomic_load(&fs->mem.limit) / ARENA_PAGE_SIZE ||
 		    !find_room(fs, need * ARENA_PAGE_SIZE)) {
@@ -144,7 +144,7 @@ int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_
 		}
 	}
 	while (ret == 0) {
-		ret = file_fallocate_step_locked(fs, n, &fa);
+		ret = fs->store->falloc_step(fs, n, &fa);
 		if (ret == 0) {
 			pthread_rwlock_unlock(&n->lock);
 			pthread_rwlock_wrlock(&n->lock);
@@ -154,7 +154,7 @@ int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_
 		stamp_locked(n, T_M | T_C);
 		ret = 0;
 	}
-	file_resv_release(fs, &fa.resv);
+	fs->store->resv_release(fs, &fa.resv);
 	pthread_rwlock_unlock(&n->lock);
 	if (ret == -ENOSPC)
 		atomic_fetch_add(&fs->mem.enospc_total, 1);
@@ -169,7 +169,7 @@ int64_t fs_lseek(struct fs *fs, struct inode *n, uint64_t off, int whence)
 	if (!S_ISREG(n->mode))
 		return -EINVAL;
 	pthread_rwlock_rdlock(&n->lock);
-	ret = file_seek_locked(n, off, whence);
+	ret = fs->store->seek(n, off, whence);
 	pthread_rwlock_unlock(&n->lock);
 	return ret;
 }

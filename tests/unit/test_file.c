@@ -94,6 +94,29 @@ START_TEST(sparse_file_holds_only_written_pages)
 }
 END_TEST
 
+/* The arena store as the filesystem sees it through its table (store.h). */
+START_TEST(arena_store_reports_fill_and_frees_a_range)
+{
+	char buf[4096];
+
+	memset(buf, 'x', sizeof(buf));
+	ck_assert_ptr_eq(fs.store, &arena_store);
+	ck_assert_int_eq(fs_write(&fs, f, 0, buf, sizeof(buf)), sizeof(buf));
+	ck_assert_int_eq(fs_write(&fs, f, 2 * 4096, buf, sizeof(buf)), sizeof(buf));
+	pthread_rwlock_wrlock(&f->lock);
+	ck_assert_uint_eq(fs.store->pages_held(f, 0, 2), 2);
+	ck_assert_uint_eq(fs.store->pages_held(f, 1, 1), 0);
+	ck_assert_uint_eq(fs.store->bytes_held(f), 2 * 4096);
+	fs.store->free_range(&fs, f, 0, 0);
+	ck_assert_uint_eq(fs.store->pages_held(f, 0, 2), 1);
+	ck_assert_uint_eq(fs.store->bytes_held(f), 4096);
+	pthread_rwlock_unlock(&f->lock);
+	ck_assert_uint_eq(arena_pages(&fs.arena), 1);
+	ck_assert_int_eq(fs_read(&fs, f, 0, sizeof(buf), buf), sizeof(buf));
+	ck_assert(all_zero(buf, sizeof(buf)));
+}
+END_TEST
+
 START_TEST(truncate_down_then_up_reads_zeros)
 {
 	char in[8192], out[8192];
@@ -699,6 +722,7 @@ int main(void)
 	tcase_add_test(tc, fallocate_with_concurrent_truncates_keeps_the_accounting);
 	tcase_add_test(tc, write_refused_for_room_leaves_nothing_reserved);
 	tcase_add_test(tc, write_refused_for_its_extent_gives_back_the_pages_reservation);
+	tcase_add_test(tc, arena_store_reports_fill_and_frees_a_range);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
