@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "file.h"
 #include "fs.h"
 #include "meta.h"
 
@@ -20,7 +19,6 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 	uint64_t start = u->start * PG;
 	uint64_t end = unbounded || u->end > n->size / PG ? n->size : u->end * PG;
 	uint64_t before = n->purged.bytes, freed = u->resident;
-	struct page_batch b = { .arena = &fs->arena };
 
 	/* A unit that holds a page pays for what its purge adds: it frees
 	 * at least PG bytes, and adds at most one purged-set extent (the
@@ -46,9 +44,7 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 		return ret;
 	units_purged(&fs->lru, u);
 	/* Free exactly the unit's pages; no other unit overlaps them. */
-	pagemap_remove_range(&n->pages, u->start, unbounded ? PM_MAX_INDEX : u->end - 1,
-			     page_batch_release, &b);
-	page_batch_flush(&b);
+	fs->store->free_range(fs, n, u->start, unbounded ? PM_MAX_INDEX : u->end - 1);
 	atomic_fetch_add(&fs->purges_total, 1);
 	atomic_fetch_add(&fs->purged_bytes_total, n->purged.bytes - before);
 	/* The kernel drops its pages, then the poll waiters are woken:
@@ -315,6 +311,11 @@ bool evict_for_write(struct fs *fs, uint64_t pages)
 
 	mem_reconcile(&fs->mem);
 	return evict_to(fs, low > need ? low - need : 0) > 0;
+}
+
+void evict_attach(struct fs *fs)
+{
+	fs->make_room = evict_for_write;
 }
 
 void evict_check(struct fs *fs)

@@ -11,7 +11,8 @@
  *
  * Who purges:
  *   - the write path, when a write needs memory the limit does not allow
- *     (evict_for_write): down to memory_low minus what the write needs;
+ *     (evict_for_write, the filesystem's make_room hook that evict_attach
+ *     installs): down to memory_low minus what the write needs;
  *   - the monitor thread, every EVICT_MONITOR_MS, for growth that does not
  *     come through writes (metadata, libfuse buffers): reconciles the RSS
  *     estimate with the kernel and purges down to memory_low when over;
@@ -86,10 +87,17 @@ int64_t evict_file(struct fs *fs, struct inode *n);
  */
 bool evict_for_write(struct fs *fs, uint64_t pages);
 
+/*
+ * Hand the filesystem its make_room hook (fs.h): evict_for_write.  Once,
+ * after fs_init and before the first request; without it a write that
+ * finds the limit reached purges nothing and fails with ENOSPC.
+ */
+void evict_attach(struct fs *fs);
+
 /* If RSS is over the limit, purge down to memory_low. */
 void evict_check(struct fs *fs);
 
-/* Start and stop the monitor thread.  Zero or -errno. */
+/* Start and stop the monitor thread.  Zero or -errno.  Stop it before fs_destroy. */
 int evict_monitor_start(struct fs *fs);
 void evict_monitor_stop(struct fs *fs);
 

@@ -439,3 +439,35 @@ int64_t file_seek_locked(struct inode *n, uint64_t off, int whence)
 	}
 	return -EINVAL;
 }
+
+static uint64_t arena_pages_held(struct inode *n, uint64_t first, uint64_t last)
+{
+	return first > last ? 0 : pagemap_count(&n->pages, first, last);
+}
+
+static void arena_free_range(struct fs *fs, struct inode *n, uint64_t first, uint64_t last)
+{
+	struct page_batch b = { .arena = &fs->arena };
+
+	pagemap_remove_range(&n->pages, first, last, page_batch_release, &b);
+	page_batch_flush(&b);
+}
+
+static uint64_t arena_bytes_held(struct inode *n)
+{
+	return n->pages.npages * PG;
+}
+
+const struct store_ops arena_store = {
+	.read_iov = file_read_iov_locked,
+	.write = file_write_locked,
+	.pages_needed = file_pages_needed_locked,
+	.truncate = file_truncate_locked,
+	.falloc_begin = file_fallocate_begin_locked,
+	.falloc_step = file_fallocate_step_locked,
+	.resv_release = file_resv_release,
+	.seek = file_seek_locked,
+	.pages_held = arena_pages_held,
+	.free_range = arena_free_range,
+	.bytes_held = arena_bytes_held,
+};

@@ -15,6 +15,9 @@
  * Locking: every function here needs the node's lock, held for writing
  * by the ones that change the file (write, truncate, fallocate) and at
  * least for reading by the others.
+ *
+ * This is the first store of file data (store.h): arena_store below is
+ * the table the filesystem calls these functions through.
  */
 #ifndef VOLATILEFS_FILE_H
 #define VOLATILEFS_FILE_H
@@ -27,8 +30,12 @@
 
 #include "inode.h"
 #include "mem.h"
+#include "store.h"
 
 struct fs;
+
+/* The arena store: the functions below as a struct store_ops (store.h). */
+extern const struct store_ops arena_store;
 
 /* Largest file size: the page map's reach (and what off_t can say). */
 #define FILE_MAX_SIZE ((uint64_t)INT64_MAX)

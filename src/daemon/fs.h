@@ -4,6 +4,12 @@
  *
  * The FUSE glue (ops.c) translates requests into these calls and their
  * results into replies; everything here is usable from a unit test.
+ * The code is in one file per job: fs.c (set-up, node lifetime, room),
+ * fs_ns.c (namespace), fs_attr.c (attributes), fs_data.c (data and
+ * open descriptions), fs_xattr.c (plain xattrs); fs_int.h is what they
+ * share.  The filesystem includes nothing above it (docs/ARCHITECTURE.md)
+ * and reaches the layers above only through the hooks they install:
+ * make_room (evict_attach) and struct fs_hooks (the notifier).
  * Functions return 0 (or a count) on success and -errno on failure, and
  * change nothing when they fail.
  *
@@ -24,9 +30,12 @@
 #include "arena.h"
 #include "inode.h"
 #include "mem.h"
+#include "store.h"
 #include "units.h"
 
 #define FS_NAME_MAX 255
+/* The names of the volatile layer's xattrs (vxattr.h): never stored here. */
+#define FS_VOLATILE_PREFIX "user.volatile."
 
 /* user.volatile.auto of a directory (SPEC section 8). */
 #define FS_AUTO_OFF    0
@@ -98,11 +107,21 @@ struct fs {
 	struct mem mem;
 	struct lru lru;
 	struct inode *root;
+	const struct store_ops *store; /* file data (store.h); set by fs_init, constant */
 	struct fs_hooks hooks;
 	uid_t owner;              /* the user who mounted; immutable */
 	bool purged_eio;          /* purged_read=eio; immutable */
 	bool write_unmark;        /* write_policy=unmark; immutable */
 	pthread_mutex_t evict_lock; /* one evictor at a time; taken before ns_lock */
+	/*
+	 * Making room: a request refused for space (a write, a fallocate,
+	 * new metadata through fs_room) asks the volatile layer above to
+	 * free `pages` pages' worth.  True when something was freed and the
+	 * request should try again.  Installed at set-up (evict_attach in
+	 * evict.h) and constant after; NULL: nothing can be freed, the
+	 * request fails with ENOSPC.  Called with no lock held.
+	 */
+	bool (*make_room)(struct fs *fs, uint64_t pages);
 	_Atomic uint64_t purges_total;
 	_Atomic uint64_t purged_bytes_total;
 	_Atomic uint64_t files_unlinked_total;
@@ -160,6 +179,7 @@ int fs_init(struct fs *fs, const struct fs_config *cfg);
  * left to purge.  Caller holds no lock.
  */
 int fs_room(struct fs *fs, uint64_t bytes);
+/* Free everything.  Threads of the layers above (the monitor, evict.h) are stopped first. */
 void fs_destroy(struct fs *fs);
 
 int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode **out,
@@ -275,7 +295,12 @@ void fs_release_file(struct fs *fs, struct ofile *of);
  */
 bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old);
 
-/* cred: the caller, for the root-only user.volatile.* names. */
+/*
+ * Plain xattrs, stored on the node (xattr.h).  The user.volatile.* names
+ * are the layer above's (vxattr.h: the FUSE glue calls vxattr_setxattr
+ * etc., which come here for every other name); passed here they are
+ * never stored: set -EINVAL, get and remove -ENODATA.  cred: the caller.
+ */
 int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
 		size_t size, int flags, const struct fs_cred *cred);
 /* The value's length (copied when size > 0), or -errno (-ERANGE when it does not fit). */

@@ -251,6 +251,7 @@ int main(int argc, char *argv[])
 		ret = 1;
 		goto out_opts;
 	}
+	evict_attach(&fs); /* a write that needs room purges (fs.h: make_room) */
 	ret = 1;
 
 	se = fuse_session_new(&args, &volatilefs_ops, sizeof(volatilefs_ops), &fs);

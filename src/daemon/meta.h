@@ -62,9 +62,9 @@ uint64_t meta_credit_end(void);
  *     (funded only by a purge that frees a page; the probe's is limited);
  *   - notify.c, hook_unlinking: a name deletion, paid for by the larger
  *     directory entry freed with it;
- *   - fs.c, fs_rename: the new entry when its name is no longer than the
+ *   - fs_ns.c, fs_rename: the new entry when its name is no longer than the
  *     old one, whose entry is freed in the same call;
- *   - fs.c, fs_ofile_new: open descriptions past the limit, at most
+ *   - fs_data.c, fs_ofile_new: open descriptions past the limit, at most
  *     FS_OPEN_OVERDRAFT bytes of them in all (fs.h);
  *   - fs.c, fs_init: the root, once.
  * Outside meta: a parked reply (notify.c) lives while its request is in

@@ -1,12 +1,13 @@
 /*
  * ops.c - the FUSE glue: the only file that speaks the low-level API.
  *
- * Each handler maps node ids to nodes, calls into fs.c, and turns the
- * result into a reply.  A reply that reports a purge (the user.volatile
+ * Each handler maps node ids to nodes, calls into the layers below (the
+ * filesystem, fs.h; xattr requests through vxattr.h, the ioctls through
+ * vol.h and evict.h), and turns the result into a reply.  A reply that reports a purge (the user.volatile
  * xattrs, the ioctls) goes through the notifier, which sends it once the
  * kernel has dropped the purged pages (notify.h): the handler returns at
  * once and no worker waits.  No lock is held across a fuse_reply_* call:
- * fs.c takes and drops its locks inside each call.  (One exception, a
+ * the layers below take and drop their locks inside each call.  (One exception, a
  * file's read lock across a READ reply: see vfs_read.)
  *
  * Node ids are node addresses; the root is FUSE_ROOT_ID.  The kernel
@@ -716,8 +717,8 @@ static void vfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	int ret;
 
 	if (!vxattr_is_ours(name)) {
-		fuse_reply_err(req, -fs_setxattr(fs_of(req), node_of(req, ino), name, value, size,
-						 flags, &cred));
+		fuse_reply_err(req, -vxattr_setxattr(fs_of(req), node_of(req, ino), name, value,
+						     size, flags, &cred));
 		return;
 	}
 	/* unmark, purge: the reply may report purges. */
@@ -725,7 +726,7 @@ static void vfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ret = fs_setxattr(fs_of(req), node_of(req, ino), name, value, size, flags, &cred);
+	ret = vxattr_setxattr(fs_of(req), node_of(req, ino), name, value, size, flags, &cred);
 	notify_reply_err(nt_of(req), req, -ret);
 }
 
@@ -750,13 +751,13 @@ static void vfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 		return;
 	}
 	if (!vxattr_is_ours(name)) {
-		len = fs_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
+		len = vxattr_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
 		reply_xattr_buf(req, len, buf, size);
 	} else if (notify_report_begin(nt_of(req)) < 0) {
 		fuse_reply_err(req, ENOMEM);
 	} else {
 		/* ranges, purged: the reply may report purges. */
-		len = fs_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
+		len = vxattr_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
 		notify_reply_xattr(nt_of(req), req, len, buf, size);
 	}
 	thread_buf_shrink();
@@ -771,13 +772,13 @@ static void vfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	len = fs_listxattr(fs_of(req), node_of(req, ino), buf, size);
+	len = vxattr_listxattr(fs_of(req), node_of(req, ino), buf, size);
 	reply_xattr_buf(req, len, buf, size);	thread_buf_shrink();
 }
 
 static void vfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	fuse_reply_err(req, -fs_removexattr(fs_of(req), node_of(req, ino), name));
+	fuse_reply_err(req, -vxattr_removexattr(fs_of(req), node_of(req, ino), name));
 }
 
 static void vfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,

@@ -159,3 +159,31 @@ int vxattr_remove(struct fs *fs, struct inode *n, const char *name)
 		return vol_forget_purged(fs, n);
 	return -ENODATA;
 }
+
+int vxattr_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
+		    size_t size, int flags, const struct fs_cred *cred)
+{
+	if (vxattr_is_ours(name))
+		return vxattr_set(fs, n, name, value, size, cred->uid);
+	return fs_setxattr(fs, n, name, value, size, flags, cred);
+}
+
+long vxattr_getxattr(struct fs *fs, struct inode *n, const char *name, void *buf, size_t size)
+{
+	if (vxattr_is_ours(name))
+		return vxattr_get(fs, n, name, buf, size);
+	return fs_getxattr(fs, n, name, buf, size);
+}
+
+/* Only the stored names: ours are never listed. */
+long vxattr_listxattr(struct fs *fs, struct inode *n, char *buf, size_t size)
+{
+	return fs_listxattr(fs, n, buf, size);
+}
+
+int vxattr_removexattr(struct fs *fs, struct inode *n, const char *name)
+{
+	if (vxattr_is_ours(name))
+		return vxattr_remove(fs, n, name);
+	return fs_removexattr(fs, n, name);
+}

@@ -1,8 +1,13 @@
 /*
  * vxattr.h - the user.volatile.* extended attributes (SPEC section 5).
  *
- * These names are an interface, never stored: fs.c hands every name with
- * the prefix to these functions, and listxattr never shows them.
+ * These names are an interface, never stored.  This is the layer of
+ * requests on them, above the volatile layer (vol.c, evict.c) and the
+ * filesystem (fs.h): the FUSE glue hands every xattr request to
+ * vxattr_setxattr/getxattr/listxattr/removexattr, which answer the names
+ * with the prefix here and pass every other name down to fs_*xattr
+ * (which refuse ours: they store plain xattrs only).  listxattr never
+ * shows them.
  *
  *   name          on            set                       get
  *   mark          regular file  mark ranges               ENODATA
@@ -26,10 +31,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VXATTR_PREFIX "user.volatile."
+#include "fs.h"
 
-struct fs;
-struct inode;
+#define VXATTR_PREFIX FS_VOLATILE_PREFIX
 
 static inline bool vxattr_is_ours(const char *name)
 {
@@ -41,5 +45,16 @@ int vxattr_set(struct fs *fs, struct inode *n, const char *name, const char *val
 /* The value's length (copied when size > 0), or -errno (-ERANGE, -E2BIG, -ENODATA ...). */
 long vxattr_get(struct fs *fs, struct inode *n, const char *name, char *buf, size_t size);
 int vxattr_remove(struct fs *fs, struct inode *n, const char *name);
+
+/*
+ * The xattr requests, as fs_setxattr etc. (fs.h) take them: a
+ * user.volatile.* name is answered by vxattr_set/get/remove (cred: the
+ * caller, for the owner-only names), any other goes to the plain store.
+ */
+int vxattr_setxattr(struct fs *fs, struct inode *n, const char *name, const void *value,
+		    size_t size, int flags, const struct fs_cred *cred);
+long vxattr_getxattr(struct fs *fs, struct inode *n, const char *name, void *buf, size_t size);
+long vxattr_listxattr(struct fs *fs, struct inode *n, char *buf, size_t size);
+int vxattr_removexattr(struct fs *fs, struct inode *n, const char *name);
 
 #endif

@@ -25,7 +25,7 @@
  * fails: a failed set (-ENOMEM) changes nothing.  Growing may pass what
  * fs_setxattr made room for; the metadata slack (mem.h) covers it.
  *
- * Which names are stored is decided by the caller (fs.c): those of a
+ * Which names are stored is decided by the caller (fs_xattr.c): those of a
  * namespace xattr_ns_of() knows, user.*, trusted.* and security.*, as
  * tmpfs does; user.volatile.* never reaches this table.
  *

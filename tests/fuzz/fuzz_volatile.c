@@ -82,6 +82,7 @@
 #include "size.h"
 #include "units.h"
 #include "vol.h"
+#include "vxattr.h"
 #include "volatilefs.h"
 
 #define PG 4096u
@@ -646,7 +647,7 @@ static void op_mark(const uint8_t *p)
 				      "priority=8" : "0:1Q");
 	note("mark \"%s\"\n", txt);
 	/* n + 1 bytes: with the trailing NUL that setfattr sends */
-	ret = fs_setxattr(&fs, f, "user.volatile.mark", txt, n + (p[2] & 1), 0, &root_cred);
+	ret = vxattr_setxattr(&fs, f, "user.volatile.mark", txt, n + (p[2] & 1), 0, &root_cred);
 	if (bad) {
 		if (ret != -EINVAL)
 			fail("a malformed mark returned %d, not EINVAL", ret);
@@ -684,7 +685,7 @@ static void op_unmark(const uint8_t *p)
 	}
 	note("\n");
 	if (by_xattr) /* user.volatile.unmark: the same change, no values reported */
-		ret = fs_setxattr(&fs, f, "user.volatile.unmark", txt, n, 0, &root_cred);
+		ret = vxattr_setxattr(&fs, f, "user.volatile.unmark", txt, n, 0, &root_cred);
 	else
 		ret = vol_unmark(&fs, f, r, nr, &bytes, &purged);
 	if (ret)
@@ -837,7 +838,7 @@ static void op_purge_file(const uint8_t *p)
 	int ret;
 
 	note("purge the file\n");
-	ret = fs_setxattr(&fs, f, "user.volatile.purge", "all", 3 + (p[0] & 1), 0, &root_cred);
+	ret = vxattr_setxattr(&fs, f, "user.volatile.purge", "all", 3 + (p[0] & 1), 0, &root_cred);
 	if (ret)
 		fail("purge of the file returned %d", ret);
 	for (int id = 1; id < MAXU; id++)
@@ -860,7 +861,7 @@ static void op_purge_root(const uint8_t *p)
 		n = put_size(txt, sizeof(txt), size, p[5]);
 	}
 	note("purge the root \"%s\"\n", txt);
-	ret = fs_setxattr(&fs, fs.root, "user.volatile.purge", txt, (size_t)n, 0, &root_cred);
+	ret = vxattr_setxattr(&fs, fs.root, "user.volatile.purge", txt, (size_t)n, 0, &root_cred);
 	if (ret)
 		fail("purge of the root returned %d", ret);
 	if (p[0] & 1) {
@@ -1023,7 +1024,7 @@ static void op_forget_or_query(const uint8_t *p)
 		int ret;
 
 		note("removexattr user.volatile.purged\n");
-		ret = fs_removexattr(&fs, f, "user.volatile.purged");
+		ret = vxattr_removexattr(&fs, f, "user.volatile.purged");
 		if (ret)
 			fail("removexattr user.volatile.purged returned %d", ret);
 		memset(M.purged, 0, sizeof(M.purged));
@@ -1090,6 +1091,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	M.purged_eio = data[0] & 2;
 	if (fs_init(&fs, &cfg))
 		fail("fs_init failed");
+	evict_attach(&fs);
 	fs.write_unmark = M.write_unmark;
 	fs.purged_eio = M.purged_eio;
 	if (fs_mknod(&fs, fs.root, "f", S_IFREG | 0600, 0, NULL, &root_cred, &f, &st))
@@ -1138,12 +1140,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				model_ranges_text(&want);
 			else
 				model_purged_text(&want);
-			len = fs_getxattr(&fs, f, names[i], NULL, 0);
+			len = vxattr_getxattr(&fs, f, names[i], NULL, 0);
 			if (len != (long)want.len)
 				fail("getxattr %s reports %ld bytes, the model %zu", names[i], len, want.len);
-			if (want.len && fs_getxattr(&fs, f, names[i], iobuf, want.len - 1) != -ERANGE)
+			if (want.len && vxattr_getxattr(&fs, f, names[i], iobuf, want.len - 1) != -ERANGE)
 				fail("getxattr %s into a buffer too small is not ERANGE", names[i]);
-			len = fs_getxattr(&fs, f, names[i], iobuf, sizeof(iobuf));
+			len = vxattr_getxattr(&fs, f, names[i], iobuf, sizeof(iobuf));
 			if (len != (long)want.len || (want.len && memcmp(iobuf, want.buf, want.len)))
 				fail("getxattr %s returns another value than the model's", names[i]);
 			strbuf_free(&want);

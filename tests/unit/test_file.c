@@ -28,6 +28,7 @@ static void setup(void)
 	struct stat st;
 
 	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
+	evict_attach(&fs); /* writes that need room purge */
 	ck_assert_int_eq(fs_mknod(&fs, fs.root, "f", S_IFREG | 0600, 0, NULL, &cred, &f, &st), 0);
 }
 
@@ -89,6 +90,29 @@ START_TEST(sparse_file_holds_only_written_pages)
 	ck_assert_uint_eq(st_of().st_blocks, 8);
 	ck_assert_uint_eq(arena_pages(&fs.arena), 1);
 	ck_assert_int_eq(fs_read(&fs, f, 1ull << 30, sizeof(buf), buf), sizeof(buf));
+	ck_assert(all_zero(buf, sizeof(buf)));
+}
+END_TEST
+
+/* The arena store as the filesystem sees it through its table (store.h). */
+START_TEST(arena_store_reports_fill_and_frees_a_range)
+{
+	char buf[4096];
+
+	memset(buf, 'x', sizeof(buf));
+	ck_assert_ptr_eq(fs.store, &arena_store);
+	ck_assert_int_eq(fs_write(&fs, f, 0, buf, sizeof(buf)), sizeof(buf));
+	ck_assert_int_eq(fs_write(&fs, f, 2 * 4096, buf, sizeof(buf)), sizeof(buf));
+	pthread_rwlock_wrlock(&f->lock);
+	ck_assert_uint_eq(fs.store->pages_held(f, 0, 2), 2);
+	ck_assert_uint_eq(fs.store->pages_held(f, 1, 1), 0);
+	ck_assert_uint_eq(fs.store->bytes_held(f), 2 * 4096);
+	fs.store->free_range(&fs, f, 0, 0);
+	ck_assert_uint_eq(fs.store->pages_held(f, 0, 2), 1);
+	ck_assert_uint_eq(fs.store->bytes_held(f), 4096);
+	pthread_rwlock_unlock(&f->lock);
+	ck_assert_uint_eq(arena_pages(&fs.arena), 1);
+	ck_assert_int_eq(fs_read(&fs, f, 0, sizeof(buf), buf), sizeof(buf));
 	ck_assert(all_zero(buf, sizeof(buf)));
 }
 END_TEST
@@ -698,6 +722,7 @@ int main(void)
 	tcase_add_test(tc, fallocate_with_concurrent_truncates_keeps_the_accounting);
 	tcase_add_test(tc, write_refused_for_room_leaves_nothing_reserved);
 	tcase_add_test(tc, write_refused_for_its_extent_gives_back_the_pages_reservation);
+	tcase_add_test(tc, arena_store_reports_fill_and_frees_a_range);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -13,6 +13,7 @@
 
 #include "fs.h"
 #include "meta.h"
+#include "vxattr.h"
 
 static struct fs fs;
 static const struct fs_cred cred = { .uid = 1000, .gid = 1000 };
@@ -315,6 +316,20 @@ START_TEST(readdirplus_takes_references_only_for_taken_entries)
 }
 END_TEST
 
+/* The volatile names are the layer above's (vxattr.h): the store never keeps one. */
+START_TEST(xattrs_store_refuses_volatile_names)
+{
+	struct inode *f = mk(fs.root, "f", S_IFREG | 0600);
+	char buf[64];
+
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.volatile.mark", "all", 3, 0, &cred), -EINVAL);
+	ck_assert_int_eq(fs_getxattr(&fs, f, "user.volatile.mark", buf, sizeof(buf)), -ENODATA);
+	ck_assert_int_eq(fs_removexattr(&fs, f, "user.volatile.purged"), -ENODATA);
+	ck_assert_int_eq(fs_listxattr(&fs, f, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(fs_setxattr(&fs, f, "user.volatile", "x", 1, 0, &cred), 0);
+}
+END_TEST
+
 START_TEST(xattrs_store_namespaces_like_tmpfs)
 {
 	struct inode *f = mk(fs.root, "f", S_IFREG | 0600);
@@ -327,8 +342,8 @@ START_TEST(xattrs_store_namespaces_like_tmpfs)
 	ck_assert_int_eq(fs_setxattr(&fs, f, "trusted.t", "", 0, 0, &cred), 0);
 	ck_assert_int_eq(fs_setxattr(&fs, f, "security.s", "x", 1, 0, &cred), 0);
 	ck_assert_int_eq(fs_setxattr(&fs, f, "system.posix_acl_access", "x", 1, 0, &cred), -EOPNOTSUPP);
-	ck_assert_int_eq(fs_setxattr(&fs, f, "user.volatile.nope", "x", 1, 0, &cred), -EINVAL);
-	ck_assert_int_eq(fs_getxattr(&fs, f, "user.volatile.nope", buf, sizeof(buf)), -ENODATA);
+	ck_assert_int_eq(vxattr_setxattr(&fs, f, "user.volatile.nope", "x", 1, 0, &cred), -EINVAL);
+	ck_assert_int_eq(vxattr_getxattr(&fs, f, "user.volatile.nope", buf, sizeof(buf)), -ENODATA);
 	ck_assert_int_eq(fs_getxattr(&fs, f, "user.a", buf, 0), 2);
 	ck_assert_int_eq(fs_getxattr(&fs, f, "user.a", buf, 1), -ERANGE);
 	ck_assert_int_eq(fs_getxattr(&fs, f, "user.a", buf, sizeof(buf)), 2);
@@ -415,6 +430,7 @@ int main(void)
 	tcase_add_test(tc, readdir_resumes_without_duplicates_across_removals);
 	tcase_add_test(tc, readdirplus_takes_references_only_for_taken_entries);
 	tcase_add_test(tc, xattrs_store_namespaces_like_tmpfs);
+	tcase_add_test(tc, xattrs_store_refuses_volatile_names);
 	tcase_add_test(tc, statfs_reports_limit_and_free);
 	tcase_add_test(tc, security_lookup_answers_without_the_node_lock);
 	tcase_set_timeout(tc, 10);

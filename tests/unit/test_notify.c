@@ -26,6 +26,7 @@
 #include "meta.h"
 #include "notify.h"
 #include "vol.h"
+#include "vxattr.h"
 
 /* ---- the kernel's side, as notify.c sees it ---- */
 
@@ -215,6 +216,7 @@ static void setup(void)
 	deletes_blocked = false;
 	inside_delete = 0;
 	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
+	evict_attach(&fs); /* writes that need room purge */
 	ck_assert_int_eq(notifier_start(&nt, NULL, &fs), 0);
 }
 
@@ -238,7 +240,7 @@ static struct inode *file_with(const char *name, size_t size, bool mark)
 	ck_assert_int_eq(fs_write(&fs, n, 0, buf, size), (ssize_t)size);
 	free(buf);
 	if (mark)
-		ck_assert_int_eq(fs_setxattr(&fs, n, "user.volatile.mark", "all", 3, 0, &cred), 0);
+		ck_assert_int_eq(vxattr_setxattr(&fs, n, "user.volatile.mark", "all", 3, 0, &cred), 0);
 	return n;
 }
 
@@ -246,8 +248,8 @@ static struct inode *file_with(const char *name, size_t size, bool mark)
 static void purge_request(int k, struct inode *n, const char *value)
 {
 	ck_assert_int_eq(notify_report_begin(&nt), 0);
-	notify_reply_err(&nt, REQ(k), -fs_setxattr(&fs, n, "user.volatile.purge", value,
-						  strlen(value), 0, &cred));
+	notify_reply_err(&nt, REQ(k), -vxattr_setxattr(&fs, n, "user.volatile.purge", value,
+						      strlen(value), 0, &cred));
 }
 
 /* The request k as ops.c makes it: getxattr user.volatile.purged of n. */
@@ -257,7 +259,7 @@ static void purged_request(int k, struct inode *n)
 	long len;
 
 	ck_assert_int_eq(notify_report_begin(&nt), 0);
-	len = fs_getxattr(&fs, n, "user.volatile.purged", buf, sizeof(buf));
+	len = vxattr_getxattr(&fs, n, "user.volatile.purged", buf, sizeof(buf));
 	notify_reply_xattr(&nt, REQ(k), len, buf, sizeof(buf));
 }
 
@@ -337,7 +339,7 @@ static int purge_behind_a_held_one(struct inode *a, unsigned nunits, unsigned st
 		char r[32];
 
 		snprintf(r, sizeof(r), "%u:4096", k * step * PG);
-		ck_assert_int_eq(fs_setxattr(&fs, a, "user.volatile.mark", r, strlen(r), 0, &cred), 0);
+		ck_assert_int_eq(vxattr_setxattr(&fs, a, "user.volatile.mark", r, strlen(r), 0, &cred), 0);
 	}
 	block(a);
 	for (unsigned i = 0; i < nunits; i++) {
@@ -439,8 +441,8 @@ static struct inode *cache_file(struct inode **dir, const char *name)
 	if (!*dir) {
 		ck_assert_int_eq(fs_mknod(&fs, fs.root, "cache", S_IFDIR | 0755, 0, NULL, &cred,
 					  dir, &st), 0);
-		ck_assert_int_eq(fs_setxattr(&fs, *dir, "user.volatile.auto", "unlink", 6, 0,
-					     &cred), 0);
+		ck_assert_int_eq(vxattr_setxattr(&fs, *dir, "user.volatile.auto", "unlink", 6, 0,
+						 &cred), 0);
 	}
 	ck_assert_int_eq(fs_mknod(&fs, *dir, name, S_IFREG | 0600, 0, NULL, &cred, &n, &st), 0);
 	ck_assert_int_eq(fs_write(&fs, n, 0, "x", 1), 1);
@@ -485,7 +487,7 @@ START_TEST(test_root_purge_reply_does_not_wait_for_name_deletion)
 	struct inode *dir = NULL, *n = cache_file(&dir, "entry");
 	struct inode *other = file_with("other", 4 * PG, false);
 
-	ck_assert_int_eq(fs_setxattr(&fs, other, "user.volatile.mark", "all", 3, 0, &cred), 0);
+	ck_assert_int_eq(vxattr_setxattr(&fs, other, "user.volatile.mark", "all", 3, 0, &cred), 0);
 	pthread_mutex_lock(&k_lock);
 	deletes_blocked = true;
 	pthread_mutex_unlock(&k_lock);

@@ -1,0 +1,275 @@
+/*
+ * fs_data.c - file data: read (into a buffer or straight from the file's
+ * pages), write, fallocate, lseek, and open descriptions (open, release,
+ * poll).  The data itself is file.c's; here are the locking, the time
+ * stamps and the retries after making room (find_room, fs_int.h).
+ */
+#include "fs_int.h"
+
+#include <stdlib.h>
+#include <sys/uio.h>
+
+#include "file.h"
+#include "meta.h"
+
+/* relatime: atime moves when it is older than mtime or ctime, or a day old. */
+static bool atime_due(const struct inode *n)
+{
+	struct timespec now;
+
+	if (n->atime.tv_sec < n->mtime.tv_sec ||
+	    (n->atime.tv_sec == n->mtime.tv_sec && n->atime.tv_nsec <= n->mtime.tv_nsec))
+		return true;
+	if (n->atime.tv_sec < n->ctime.tv_sec ||
+	    (n->atime.tv_sec == n->ctime.tv_sec && n->atime.tv_nsec <= n->ctime.tv_nsec))
+		return true;
+	inode_now(&now);
+	return now.tv_sec - n->atime.tv_sec >= 24 * 3600;
+}
+
+struct copy_out {
+	char *buf;
+	size_t len;
+};
+
+static void copy_out(void *ctx, const struct iovec *iov, size_t count)
+{
+	struct copy_out *c = ctx;
+
+	for (size_t i = 0; i < count; i++) {
+		memcpy(c->buf + c->len, iov[i].iov_base, iov[i].iov_len);
+		c->len += iov[i].iov_len;
+	}
+}
+
+ssize_t fs_read(struct fs *fs, struct inode *n, uint64_t off, size_t size, char *buf)
+{
+	struct copy_out c = { .buf = buf };
+	int ret = fs_read_reply(fs, n, off, size, copy_out, &c);
+
+	return ret < 0 ? ret : (ssize_t)c.len;
+}
+
+int fs_read_reply(struct fs *fs, struct inode *n, uint64_t off, size_t size,
+		  fs_reply_fn reply, void *ctx)
+{
+	struct iovec stack_iov[FILE_READ_IOV_MAX(256 * ARENA_PAGE_SIZE)];
+	struct iovec *iov = stack_iov;
+	size_t niov;
+	ssize_t got;
+	bool due;
+	int ret = 0;
+
+	if (!S_ISREG(n->mode))
+		return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+	if (FILE_READ_IOV_MAX(size) > sizeof(stack_iov) / sizeof(stack_iov[0])) {
+		iov = malloc(FILE_READ_IOV_MAX(size) * sizeof(*iov));
+		if (!iov)
+			return -ENOMEM;
+	}
+	/* The access time moves before the reply: once the reply is out,
+	 * the kernel may close the file and forget the node at once.  When
+	 * it is due (relatime: rarely), the read is done under the write
+	 * lock that moving it needs. */
+	pthread_rwlock_rdlock(&n->lock);
+	due = atime_due(n);
+	if (due) {
+		pthread_rwlock_unlock(&n->lock);
+		pthread_rwlock_wrlock(&n->lock);
+	}
+	got = fs->store->read_iov(fs, n, off, size, iov, &niov);
+	if (got >= 0) {
+		if (due)
+			stamp_locked(n, T_A);
+		reply(ctx, iov, niov);
+	}
+	pthread_rwlock_unlock(&n->lock);
+	if (iov != stack_iov)
+		free(iov);
+	if (got < 0)
+		ret = (int)got;
+	return ret;
+}
+
+ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size)
+{
+	ssize_t ret;
+
+	if (!S_ISREG(n->mode))
+		return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+	for (int tries = 0;; tries++) {
+		uint64_t need;
+
+		pthread_rwlock_wrlock(&n->lock);
+		ret = fs->store->write(fs, n, off, buf, size);
+		if (ret > 0)
+			stamp_locked(n, T_M | T_C);
+		need = ret == -ENOSPC ? fs->store->pages_needed(n, off, size) : 0;
+		pthread_rwlock_unlock(&n->lock);
+		if (ret != -ENOSPC || tries == SPACE_RETRIES ||
+		    !find_room(fs, need * ARENA_PAGE_SIZE))
+			break;
+	}
+	if (ret == -ENOSPC)
+		atomic_fetch_add(&fs->mem.enospc_total, 1);
+	return ret;
+}
+
+/*
+ * Everything the range needs is reserved first, under the file's lock;
+ * the pages are then given memory in steps of FILE_FALLOC_BATCH, and the
+ * lock is dropped between steps, so a truncate or a read of the same
+ * file waits for one step at most, never for the whole range.
+ */
+int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_t len)
+{
+	struct file_falloc fa;
+	int ret;
+
+	if (!S_ISREG(n->mode))
+		return S_ISDIR(n->mode) ? -EISDIR : -ENODEV;
+	for (int tries = 0;; tries++) {
+		uint64_t need;
+
+		pthread_rwlock_wrlock(&n->lock);
+		ret = fs->store->falloc_begin(fs, n, mode, off, len, &fa);
+		if (ret != -ENOSPC)
+			break; /* with the lock held */
+		need = fs->store->pages_needed(n, off, len);
+		pthread_rwlock_unlock(&n->lock);
+		if (tries == SPACE_RETRIES || need > atomic_load(&fs->mem.limit) / ARENA_PAGE_SIZE ||
+		    !find_room(fs, need * ARENA_PAGE_SIZE)) {
+			atomic_fetch_add(&fs->mem.enospc_total, 1);
+			return -ENOSPC;
+		}
+	}
+	while (ret == 0) {
+		ret = fs->store->falloc_step(fs, n, &fa);
+		if (ret == 0) {
+			pthread_rwlock_unlock(&n->lock);
+			pthread_rwlock_wrlock(&n->lock);
+		}
+	}
+	if (ret == 1) {
+		stamp_locked(n, T_M | T_C);
+		ret = 0;
+	}
+	fs->store->resv_release(fs, &fa.resv);
+	pthread_rwlock_unlock(&n->lock);
+	if (ret == -ENOSPC)
+		atomic_fetch_add(&fs->mem.enospc_total, 1);
+	return ret;
+}
+
+int64_t fs_lseek(struct fs *fs, struct inode *n, uint64_t off, int whence)
+{
+	int64_t ret;
+
+	(void)fs;
+	if (!S_ISREG(n->mode))
+		return -EINVAL;
+	pthread_rwlock_rdlock(&n->lock);
+	ret = fs->store->seek(n, off, whence);
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}
+
+struct ofile *fs_ofile_new(struct fs *fs)
+{
+	struct ofile *of;
+	uint64_t cost = meta_cost(sizeof(*of)), over;
+	bool was;
+
+	/* Under the limit, purging first if need be (fs.h) ... */
+	if (fs_room(fs, cost) == 0 && (of = meta_calloc(sizeof(*of))) != NULL)
+		return of;
+	/* ... else from the overdraft, bounded by FS_OPEN_OVERDRAFT: the
+	 * SPEC section 3 allowance has room for it. */
+	over = atomic_fetch_add(&fs->open_overdraft, cost);
+	if (over + cost > FS_OPEN_OVERDRAFT) {
+		atomic_fetch_sub(&fs->open_overdraft, cost);
+		errno = ENOSPC;
+		return NULL;
+	}
+	was = meta_unlimited(true);
+	of = meta_calloc(sizeof(*of));
+	meta_unlimited(was);
+	if (!of) {
+		atomic_fetch_sub(&fs->open_overdraft, cost);
+		return NULL;
+	}
+	of->overdraft = true;
+	return of;
+}
+
+void fs_ofile_discard(struct fs *fs, struct ofile *of)
+{
+	if (of->overdraft)
+		atomic_fetch_sub(&fs->open_overdraft, meta_cost(sizeof(*of)));
+	meta_free(of);
+}
+
+int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags)
+{
+	(void)fs;
+	of->inode = n;
+	of->flags = flags;
+	if (!S_ISREG(n->mode))
+		return 0; /* not listed: only files are purged */
+	pthread_rwlock_wrlock(&n->lock);
+	if (n->purge_unlinked) {
+		/* Reached through a dentry the kernel has not yet dropped:
+		 * ESTALE makes the VFS look the name up again (and create
+		 * it anew under O_CREAT). */
+		pthread_rwlock_unlock(&n->lock);
+		return -ESTALE;
+	}
+	of->next = n->open_files;
+	if (of->next)
+		of->next->prev = of;
+	n->open_files = of;
+	n->nopen++;
+	pthread_rwlock_unlock(&n->lock);
+	return 0;
+}
+
+void fs_release_file(struct fs *fs, struct ofile *of)
+{
+	struct inode *n = of->inode;
+
+	if (S_ISREG(n->mode)) {
+		pthread_rwlock_wrlock(&n->lock);
+		if (of->prev)
+			of->prev->next = of->next;
+		else
+			n->open_files = of->next;
+		if (of->next)
+			of->next->prev = of->prev;
+		n->nopen--;
+		pthread_rwlock_unlock(&n->lock);
+	}
+	if (of->poll_handle && fs->hooks.poll_free)
+		fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
+	fs_ofile_discard(fs, of);
+}
+
+bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old)
+{
+	struct inode *n = of->inode;
+	bool purged;
+
+	*old = NULL;
+	if (!S_ISREG(n->mode))
+		return false;
+	pthread_rwlock_wrlock(&n->lock);
+	/* Up once the kernel has dropped the purged pages: the waiter kept
+	 * here is woken then (notify.h). */
+	purged = !extset_empty(&n->purged) &&
+		 (!fs->hooks.delivered || fs->hooks.delivered(fs->hooks.ctx, n, n->inval_seq));
+	if (ph) {
+		*old = of->poll_handle;
+		of->poll_handle = ph;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return purged;
+}
