@@ -651,15 +651,27 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 		      "ENOSPC while %" PRIu64 " volatile bytes were still held: they must be "
 		      "purged first", stat_key("volatile_bytes"));
 	ck_assert_uint_gt(stat_key("enospc_total"), enospc0);
-	/* The daemon was full: the refused 1 MiB did not fit under the limit (the daemon's
-	 * own memory, buffers and metadata, counts too). */
+	/*
+	 * The daemon was full: the refused 1 MiB did not fit under the limit (the daemon's
+	 * own memory, buffers and metadata, counts too).  The RSS read now is lower than the
+	 * one the daemon refused at, by more than the refused write: at the refusal it held
+	 * the write's own 1 MiB in libfuse's receive buffer, often the buffer of the write
+	 * before it too (ops.c hands a buffer's pages back just after the reply, and the next
+	 * write may be counted first), and under a sanitizer what its allocator returns to
+	 * the kernel now and then; all of that is gone when the test reads.  Measured: the
+	 * RSS read here 0.5-3.9 MiB under the limit, in normal and ASan builds alike (the
+	 * old bound, 2 MiB, failed 5 of 20 normal runs).  So "full" is judged to SPEC
+	 * section 3's precision, max(1%, 4 MiB), beyond the refused write: it still catches
+	 * a refusal while several megabytes were free.
+	 */
 	rss = stat_key("rss");
 	fprintf(stderr, "evict: enospc: at ENOSPC rss %" PRIu64 " KiB, data_bytes %" PRIu64
 		" KiB, limit %" PRIu64 " KiB\n", rss / KIB, stat_key("data_bytes") / KIB,
 		limit / KIB);
-	ck_assert_msg(rss + 2 * MIB >= limit,
-		      "ENOSPC with rss %" PRIu64 " KiB, more than 1 MiB under the limit %" PRIu64
-		      " KiB beyond the 1 MiB write refused", rss / KIB, limit / KIB);
+	ck_assert_msg(rss + MIB + rss_margin(limit) >= limit,
+		      "ENOSPC with rss %" PRIu64 " KiB, more than %" PRIu64 " KiB under the limit %"
+		      PRIu64 " KiB beyond the 1 MiB write refused", rss / KIB,
+		      rss_margin(limit) / KIB, limit / KIB);
 	ck_assert_msg(total >= limit / 2, "ENOSPC after only %" PRIu64 " KiB of non-volatile "
 		      "data under a %" PRIu64 " KiB limit", total / KIB, limit / KIB);
 
