@@ -23,7 +23,10 @@
  *   - "order":   under pressure from non-volatile writes, units go lowest priority first,
  *                then aged ones, then least recently used, one unit at a time; the same
  *                order through "purge SIZE" on the root.
- *   - "limit":   lowering user.volatile.memory_limit purges at once.
+ *   - "limit":   lowering user.volatile.memory_limit purges at once (before the call returns),
+ *                RSS comes under the new limit plus max(1%, 4 MiB), memory_low follows at 90%,
+ *                and the files read their data or zeros.  How fast RSS falls is measured
+ *                by bench/purgebench.c, not asserted here.
  *
  * Layout as in fsops.c: main() makes VFS_TEST_DIR/evict.XXXXXX; each test is forked and runs
  * in its own fresh directory inside it.  Tests share one daemon, so the fixture also purges
@@ -923,17 +926,17 @@ END_TEST
 /* limit: lowering it purges at once                                                        */
 
 #define LIMIT_FILES 40
+/* How long RSS may take to come under the new limit: only a hang takes this long.  How fast
+ * it really comes is a figure of bench/purgebench.c ("limit": under_ms), not a test. */
+#define LIMIT_DEADLINE_S 60
 
 START_TEST(lowering_memory_limit_purges_at_once)
 {
-	uint64_t rss0 = stat_key("rss"), vol0, vol1, rss1 = 0, vmrss = 0, low;
-	uint64_t new_limit = 16 * MIB;
+	uint64_t rss0, vol0, vol1, rss1 = 0, vmrss = 0, low, margin;
+	uint64_t purges0, purges1, new_limit;
 	char name[32], *v;
-	struct timespec t0, t1;
-	double secs;
+	double t0, secs;
 
-	if (rss0 + 8 * MIB > new_limit)
-		new_limit = (rss0 + 8 * MIB + MIB - 1) / MIB * MIB;
 	for (int i = 0; i < LIMIT_FILES; i++) {
 		snprintf(name, sizeof(name), "v%02d", i);
 		make_volatile(name, MIB, (uint64_t)i + 1, "");
@@ -941,35 +944,52 @@ START_TEST(lowering_memory_limit_purges_at_once)
 	vol0 = stat_key("volatile_bytes");
 	ck_assert_msg(vol0 >= LIMIT_FILES * MIB, "volatile_bytes %" PRIu64 " after marking %d MiB",
 		      vol0, LIMIT_FILES);
-	ck_assert_msg(stat_key("rss") > new_limit + 16 * MIB, "rss %" PRIu64 " too low to test",
-		      stat_key("rss"));
+	/*
+	 * The new limit: half of the volatile data below the RSS it holds now, so that purging
+	 * must free at least 20 MiB and can.  Measured after the files were made, not before:
+	 * the daemon's own memory grows as it works, and under valgrind by more than 8 MiB for
+	 * these 40 files (its translations and bookkeeping), which no purge gives back.
+	 */
+	rss0 = stat_key("rss");
+	new_limit = (rss0 - vol0 / 2) / MIB * MIB;
+	margin = rss_margin(new_limit);
+	ck_assert_msg(new_limit >= 16 * MIB && rss0 > new_limit + 16 * MIB,
+		      "rss %" PRIu64 " KiB with %" PRIu64 " KiB volatile: cannot test", rss0 / KIB,
+		      vol0 / KIB);
+	purges0 = stat_key("purges_total");
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = now_s();
 	snprintf(name, sizeof(name), "%" PRIu64, new_limit);
 	root_set("user.volatile.memory_limit", name);
-	for (int i = 0; i < 100; i++) {
+	/* At once: the call that lowers the limit purges before it returns. */
+	purges1 = stat_key("purges_total");
+	vol1 = stat_key("volatile_bytes");
+	ck_assert_msg(purges1 > purges0 && vol1 < vol0,
+		      "setting memory_limit %" PRIu64 " KiB under rss %" PRIu64 " KiB returned "
+		      "with nothing purged (purges_total %" PRIu64 " -> %" PRIu64 ", volatile_bytes "
+		      "%" PRIu64 " -> %" PRIu64 " KiB)", new_limit / KIB, rss0 / KIB, purges0, purges1,
+		      vol0 / KIB, vol1 / KIB);
+	/* And RSS comes under the new limit, within SPEC section 3's allowance. */
+	for (;;) {
 		rss1 = stat_key("rss");
-		if (rss1 <= new_limit)
+		secs = now_s() - t0;
+		if (rss1 <= new_limit + margin || secs > LIMIT_DEADLINE_S)
 			break;
-		nap_ms(10);
+		nap_ms(50);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	vol1 = stat_key("volatile_bytes");
 	vmrss = daemon_rss();
-	fprintf(stderr, "evict: limit: %" PRIu64 " MiB -> %" PRIu64 " MiB: rss %" PRIu64 " KiB after "
-		"%.3f s, VmRSS %" PRIu64 " KiB, volatile_bytes %" PRIu64 " -> %" PRIu64 " KiB\n",
-		start_limit / MIB, new_limit / MIB, rss1 / KIB, secs, vmrss / KIB, vol0 / KIB,
-		vol1 / KIB);
-	ck_assert_msg(rss1 <= new_limit,
-		      "stats rss %" PRIu64 " KiB is still over the new limit %" PRIu64
-		      " KiB after %.1f s", rss1 / KIB, new_limit / KIB, secs);
-	ck_assert_msg(secs <= 1.0, "rss took %.2f s to fall under the new limit", secs);
-	ck_assert_msg(vmrss <= new_limit + rss_margin(new_limit), "VmRSS %" PRIu64 " KiB",
-		      vmrss / KIB);
-	ck_assert_msg(vol1 < vol0, "volatile_bytes did not drop");
-	ck_assert_msg(vol1 + 24 * MIB <= vol0, "volatile_bytes fell only from %" PRIu64 " to %"
-		      PRIu64, vol0, vol1);
+	fprintf(stderr, "evict: limit: %" PRIu64 " MiB -> %" PRIu64 " MiB: rss %" PRIu64 " -> %"
+		PRIu64 " KiB (after %.3f s), VmRSS %" PRIu64 " KiB, volatile_bytes %" PRIu64 " -> %"
+		PRIu64 " KiB\n", start_limit / MIB, new_limit / MIB, rss0 / KIB, rss1 / KIB, secs,
+		vmrss / KIB, vol0 / KIB, vol1 / KIB);
+	ck_assert_msg(rss1 <= new_limit + margin,
+		      "stats rss %" PRIu64 " KiB is still over the new limit %" PRIu64 " KiB + %"
+		      PRIu64 " KiB %d s later (volatile_bytes %" PRIu64 " KiB)", rss1 / KIB,
+		      new_limit / KIB, margin / KIB, LIMIT_DEADLINE_S, vol1 / KIB);
+	ck_assert_msg(vol0 - vol1 + new_limit + margin >= rss0,
+		      "rss fell from %" PRIu64 " to %" PRIu64 " KiB but volatile_bytes only from %"
+		      PRIu64 " to %" PRIu64 " KiB", rss0 / KIB, rss1 / KIB, vol0 / KIB, vol1 / KIB);
 
 	v = xattr_get(root_dir, "user.volatile.memory_limit");
 	ck_assert_uint_eq(strtoull(v, NULL, 10), new_limit);
@@ -980,20 +1000,8 @@ START_TEST(lowering_memory_limit_purges_at_once)
 		      new_limit);
 	/* Purged files read zeros; the ones left read their data. */
 	for (int i = 0; i < LIMIT_FILES; i++) {
-		uint8_t *got, *want = xmalloc(MIB);
-
 		snprintf(name, sizeof(name), "v%02d", i);
-		v = xattr_get(name, "user.volatile.purged");
-		got = read_file(name, MIB);
-		if (*v) {
-			zero_assert(got, MIB, name);
-		} else {
-			rnd_fill(want, MIB, (uint64_t)i + 1);
-			ck_assert_msg(memcmp(got, want, MIB) == 0, "%s: contents differ", name);
-		}
-		free(v);
-		free(got);
-		free(want);
+		judge_file(name, MIB, (uint64_t)i + 1);
 	}
 	/* The fixture puts the limit back for the next test; do it now too. */
 	snprintf(name, sizeof(name), "%" PRIu64, start_limit);
