@@ -71,10 +71,14 @@ for i in $(seq -w 1 "$n"); do head -c 1M /dev/urandom > "cache/sub/l$i"; done
 (cd "$src" && tar cf - c*) > "$src/all.tar"
 mkdir cache/t
 tar xf "$src/all.tar" -C cache/t
-sleep 0.3 # one monitor period
-
-rss=$(daemon_rss_kib)
-(( rss <= limit_kib )) || fail "daemon VmRSS ${rss} KiB over the ${limit_kib} KiB limit"
+# Whatever the writes left over the limit, the monitor thread purges (every
+# 100 ms): wait for it with a deadline only a hang reaches, not one period (a
+# fixed 0.3 s, which a loaded machine can outlast).
+deadline=$((SECONDS + 30))
+until rss=$(daemon_rss_kib) && ((rss <= limit_kib)); do
+	((SECONDS < deadline)) || fail "daemon VmRSS ${rss} KiB still over the ${limit_kib} KiB limit 30 s after the writes"
+	sleep 0.1
+done
 ok "daemon VmRSS ${rss} KiB is under the limit"
 first=$(printf '%0*d' ${#n} 1)
 [[ ! -e cache/c$first ]] || fail "the oldest cp'd file is still there"
@@ -94,10 +98,13 @@ ok "listings lost the purged names ($names left)"
 
 exec 3<&-
 # close(2) returns before the kernel's RELEASE reaches the daemon: give it
-# a moment, purging until the file goes.
-for _ in $(seq 50); do
+# a moment (up to 30 s, a hang), purging until the file goes.
+deadline=$((SECONDS + 30))
+while :; do
 	setfattr -n user.volatile.purge -v all .
-	[[ -e cache/held ]] || break
+	if [[ ! -e cache/held ]] || ((SECONDS >= deadline)); then
+		break
+	fi
 	sleep 0.1
 done
 [[ ! -e cache/held ]] || fail "once closed, a purge still left the file"

@@ -23,7 +23,10 @@
  *   - "order":   under pressure from non-volatile writes, units go lowest priority first,
  *                then aged ones, then least recently used, one unit at a time; the same
  *                order through "purge SIZE" on the root.
- *   - "limit":   lowering user.volatile.memory_limit purges at once.
+ *   - "limit":   lowering user.volatile.memory_limit purges at once (before the call returns),
+ *                RSS comes under the new limit plus max(1%, 4 MiB), memory_low follows at 90%,
+ *                and the files read their data or zeros.  How fast RSS falls is measured
+ *                by bench/purgebench.c, not asserted here.
  *
  * Layout as in fsops.c: main() makes VFS_TEST_DIR/evict.XXXXXX; each test is forked and runs
  * in its own fresh directory inside it.  Tests share one daemon, so the fixture also purges
@@ -58,7 +61,8 @@
 #define MIB (1024L * KIB)
 #define PAGE 4096L
 
-#define TIMEOUT_SECONDS 120
+/* Per case, for a hang: the flood takes about 100 s under valgrind, twice that when loaded. */
+#define TIMEOUT_SECONDS 300
 
 /* The mount root, and the memory limit it had when we started. */
 static char root_dir[PATH_MAX];
@@ -272,6 +276,67 @@ static uint64_t rss_margin(uint64_t limit)
 	return limit / 100 > (uint64_t)(4 * MIB) ? limit / 100 : (uint64_t)(4 * MIB);
 }
 
+/*
+ * Judges one file of size bytes, written with rnd_fill(seed) and marked volatile whole (one
+ * unit), while purges may still run: under valgrind or a sanitizer the daemon's RSS creeps
+ * over the limit while a test verifies, and the monitor thread then legally purges the
+ * coldest units, which are the files not yet checked (reading a file makes it the most
+ * recently used).  So the file is judged by its purged list read both before and after its
+ * data, never by one list against a read that a purge may come between:
+ *   - each list is empty or the whole unit "0:SIZE", and what was purged stays purged;
+ *   - listed purged before the read: every byte reads 0 (SPEC section 4: after a purge was
+ *     reported, no read returns the discarded data; these mounts use purged_read=zero);
+ *   - not listed purged after the read either: every byte is what was written;
+ *   - purged between the two lists: each 4 KiB page is either exactly what was written
+ *     (read before the purge) or all zeros (after it), nothing else.
+ * Returns whether the file is listed purged after the read.
+ */
+static bool judge_file(const char *name, size_t size, uint64_t seed)
+{
+	char whole[32], *before, *after;
+	uint8_t *got, *want = xmalloc(size);
+	bool purged_before, purged_after;
+
+	snprintf(whole, sizeof(whole), "0:%zu\n", size);
+	before = xattr_get(name, "user.volatile.purged");
+	got = read_file(name, size);
+	after = xattr_get(name, "user.volatile.purged");
+	ck_assert_msg(*before == '\0' || strcmp(before, whole) == 0,
+		      "%s: purged list \"%s\", expected \"\" or the whole unit \"%s\"", name, before,
+		      whole);
+	ck_assert_msg(*after == '\0' || strcmp(after, whole) == 0,
+		      "%s: purged list \"%s\" after reading it, expected \"\" or the whole unit \"%s\"",
+		      name, after, whole);
+	purged_before = *before != '\0';
+	purged_after = *after != '\0';
+	ck_assert_msg(!purged_before || purged_after,
+		      "%s: listed purged, then not, with no write in between", name);
+	rnd_fill(want, size, seed);
+	if (purged_before) {
+		ck_assert_msg(first_nonzero(got, size) < 0,
+			      "%s is listed purged but byte %ld reads 0x%02x, not 0", name,
+			      first_nonzero(got, size), got[first_nonzero(got, size)]);
+	} else if (!purged_after) {
+		ck_assert_msg(memcmp(got, want, size) == 0,
+			      "%s is not listed purged (before or after reading it) but its contents "
+			      "differ from what was written", name);
+	} else {
+		for (size_t off = 0; off < size; off += PAGE) {
+			size_t len = size - off < (size_t)PAGE ? size - off : (size_t)PAGE;
+
+			ck_assert_msg(memcmp(got + off, want + off, len) == 0 ||
+				      first_nonzero(got + off, len) < 0,
+				      "%s, purged while it was read: the page at %zu is neither what "
+				      "was written nor zeros", name, off);
+		}
+	}
+	free(before);
+	free(after);
+	free(got);
+	free(want);
+	return purged_after;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Fixture                                                                                  */
 
@@ -447,10 +512,10 @@ START_TEST(write_flood_stays_under_limit_and_purges_oldest_first)
 {
 	uint64_t limit = stat_key("memory_limit"), margin = rss_margin(limit);
 	uint64_t purges0 = stat_key("purges_total"), enospc0 = stat_key("enospc_total");
-	uint8_t *buf = xmalloc(FLOOD_SIZE), *want = xmalloc(FLOOD_SIZE);
+	uint8_t *buf = xmalloc(FLOOD_SIZE);
 	char name[32], range[32];
 	struct sampler s;
-	int first_intact = -1, npurged = 0;
+	int newest_purged = -1, npurged = 0;
 
 	ck_assert_msg(daemon_pid > 0, "VFS_DAEMON_PID is not set: cannot sample VmRSS");
 	sampler_start(&s);
@@ -491,36 +556,37 @@ START_TEST(write_flood_stays_under_limit_and_purges_oldest_first)
 		      " MiB limit and purges_total did not move", limit / MIB);
 	ck_assert_uint_eq(stat_key("enospc_total"), enospc0);
 
-	/* Every file is intact, or purged whole and all zeros; the purged ones come first. */
+	/*
+	 * The purged ones come first: judged on the purged lists alone, read newest first and
+	 * before any data is read (a read makes a file the most recently used).  Purges may
+	 * still run meanwhile, but a file once purged stays purged, and the oldest files go
+	 * first: so a file found intact after a newer one was found purged was intact then
+	 * too, and that pair is a purge out of order, whenever the lists were read.
+	 */
 	snprintf(range, sizeof(range), "0:%ld\n", FLOOD_SIZE);
-	for (int i = 0; i < FLOOD_FILES; i++) {
+	for (int i = FLOOD_FILES - 1; i >= 0; i--) {
 		char *p;
-		uint8_t *got;
 
 		snprintf(name, sizeof(name), "v%03d", i);
 		p = xattr_get(name, "user.volatile.purged");
-		got = read_file(name, FLOOD_SIZE);
+		ck_assert_msg(*p == '\0' || strcmp(p, range) == 0,
+			      "%s: purged list \"%s\", expected the whole unit \"%s\"", name, p, range);
 		if (*p) {
-			ck_assert_msg(strcmp(p, range) == 0,
-				      "%s: purged list \"%s\", expected the whole unit \"%s\"", name, p,
-				      range);
-			ck_assert_msg(first_intact < 0,
-				      "%s (file %d) was purged but the older file v%03d is intact: "
-				      "least recently used must go first", name, i, first_intact);
-			ck_assert_msg(first_nonzero(got, FLOOD_SIZE) < 0,
-				      "%s is listed purged but byte %ld reads 0x%02x, not 0", name,
-				      first_nonzero(got, FLOOD_SIZE), got[first_nonzero(got, FLOOD_SIZE)]);
 			npurged++;
+			if (newest_purged < 0)
+				newest_purged = i;
 		} else {
-			if (first_intact < 0)
-				first_intact = i;
-			rnd_fill(want, FLOOD_SIZE, (uint64_t)i + 1);
-			ck_assert_msg(memcmp(got, want, FLOOD_SIZE) == 0,
-				      "%s is not listed purged but its contents differ from what was "
-				      "written", name);
+			ck_assert_msg(newest_purged < 0,
+				      "v%03d (file %d) was purged but the older file %s is intact: "
+				      "least recently used must go first", newest_purged,
+				      newest_purged, name);
 		}
 		free(p);
-		free(got);
+	}
+	/* Every file is intact, or purged whole and reads zeros. */
+	for (int i = 0; i < FLOOD_FILES; i++) {
+		snprintf(name, sizeof(name), "v%03d", i);
+		judge_file(name, FLOOD_SIZE, (uint64_t)i + 1);
 	}
 	fprintf(stderr, "evict: flood: %d files purged, the %d newest intact\n", npurged,
 		FLOOD_FILES - npurged);
@@ -531,7 +597,6 @@ START_TEST(write_flood_stays_under_limit_and_purges_oldest_first)
 		      "only the newest %d files are intact: a purge down to memory_low should "
 		      "keep at least %d", FLOOD_FILES - npurged, FLOOD_NEWEST);
 	free(buf);
-	free(want);
 }
 END_TEST
 
@@ -543,7 +608,7 @@ END_TEST
 START_TEST(enospc_only_when_nothing_volatile_is_left)
 {
 	uint64_t limit = stat_key("memory_limit"), enospc0 = stat_key("enospc_total");
-	int max_files = (int)(limit / MIB) + 16, nfiles = 0, err = 0, fail_at = -1;
+	int max_files = (int)(limit / MIB) + 16, nfiles = 0, err = 0, fail_at = -1, ndel;
 	size_t *written = xmalloc(sizeof(size_t) * (size_t)max_files);
 	uint8_t *buf = xmalloc(MIB), *got;
 	uint64_t total = 0, rss;
@@ -590,15 +655,27 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 		      "ENOSPC while %" PRIu64 " volatile bytes were still held: they must be "
 		      "purged first", stat_key("volatile_bytes"));
 	ck_assert_uint_gt(stat_key("enospc_total"), enospc0);
-	/* The daemon was full: the refused 1 MiB did not fit under the limit (the daemon's
-	 * own memory, buffers and metadata, counts too). */
+	/*
+	 * The daemon was full: the refused 1 MiB did not fit under the limit (the daemon's
+	 * own memory, buffers and metadata, counts too).  The RSS read now is lower than the
+	 * one the daemon refused at, by more than the refused write: at the refusal it held
+	 * the write's own 1 MiB in libfuse's receive buffer, often the buffer of the write
+	 * before it too (ops.c hands a buffer's pages back just after the reply, and the next
+	 * write may be counted first), and under a sanitizer what its allocator returns to
+	 * the kernel now and then; all of that is gone when the test reads.  Measured: the
+	 * RSS read here 0.5-3.9 MiB under the limit, in normal and ASan builds alike (the
+	 * old bound, 2 MiB, failed 5 of 20 normal runs).  So "full" is judged to SPEC
+	 * section 3's precision, max(1%, 4 MiB), beyond the refused write: it still catches
+	 * a refusal while several megabytes were free.
+	 */
 	rss = stat_key("rss");
 	fprintf(stderr, "evict: enospc: at ENOSPC rss %" PRIu64 " KiB, data_bytes %" PRIu64
 		" KiB, limit %" PRIu64 " KiB\n", rss / KIB, stat_key("data_bytes") / KIB,
 		limit / KIB);
-	ck_assert_msg(rss + 2 * MIB >= limit,
-		      "ENOSPC with rss %" PRIu64 " KiB, more than 1 MiB under the limit %" PRIu64
-		      " KiB beyond the 1 MiB write refused", rss / KIB, limit / KIB);
+	ck_assert_msg(rss + MIB + rss_margin(limit) >= limit,
+		      "ENOSPC with rss %" PRIu64 " KiB, more than %" PRIu64 " KiB under the limit %"
+		      PRIu64 " KiB beyond the 1 MiB write refused", rss / KIB,
+		      rss_margin(limit) / KIB, limit / KIB);
 	ck_assert_msg(total >= limit / 2, "ENOSPC after only %" PRIu64 " KiB of non-volatile "
 		      "data under a %" PRIu64 " KiB limit", total / KIB, limit / KIB);
 
@@ -622,11 +699,21 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 		free(got);
 	}
 
-	/* Deleting two files makes room again (once the kernel forgets them). */
-	CHECK(unlink("nv000"));
-	CHECK(unlink("nv001"));
+	/*
+	 * Deleting files makes room again (once the kernel forgets them): as many as the
+	 * 1 MiB write, its 1 MiB receive buffer and SPEC section 3's max(1%, 4 MiB) need.
+	 * Two were once not enough under ASan for 10 s (data_bytes had fallen by them): the
+	 * daemon's own memory may grow by that much meanwhile, e.g. ASan's quarantine of freed
+	 * blocks (up to 8 MiB with contrib/test.sh's options).
+	 */
+	ndel = 2 + (int)(rss_margin(limit) / MIB);
+	ck_assert_msg(ndel < nfiles, "only %d non-volatile files to delete", nfiles);
+	for (int i = 0; i < ndel; i++) {
+		snprintf(name, sizeof(name), "nv%03d", i);
+		CHECK(unlink(name));
+	}
 	rnd_fill(buf, MIB, 7777);
-	for (int t = 0;; t++) {
+	for (double t0 = now_s();;) {
 		size_t done;
 
 		fd = open("again", O_WRONLY | O_CREAT, 0644);
@@ -640,15 +727,18 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 		} else {
 			err = errno;
 		}
-		ck_assert_msg(err == ENOSPC, "after deleting 2 MiB: %s", errname(err));
-		ck_assert_msg(t < 100, "writes still fail with ENOSPC 10 s after 2 MiB of files "
-			      "were deleted (data_bytes %" PRIu64 ")", stat_key("data_bytes"));
+		ck_assert_msg(err == ENOSPC, "after deleting %d MiB: %s", ndel, errname(err));
+		/* A deadline for a hang, not a speed: 10 s was once too short under ASan. */
+		ck_assert_msg(now_s() - t0 < 30, "writes still fail with ENOSPC 30 s after %d MiB of "
+			      "files were deleted (data_bytes %" PRIu64 " KiB, rss %" PRIu64 " KiB, limit %"
+			      PRIu64 " KiB)", ndel, stat_key("data_bytes") / KIB, stat_key("rss") / KIB,
+			      limit / KIB);
 		nap_ms(100);
 	}
 	got = read_file("again", MIB);
 	ck_assert_msg(memcmp(got, buf, MIB) == 0, "again: contents differ");
 	free(got);
-	for (int i = 2; i < nfiles; i++) {
+	for (int i = ndel; i < nfiles; i++) {
 		snprintf(name, sizeof(name), "nv%03d", i);
 		got = read_file(name, written[i]);
 		rnd_fill(buf, MIB, (uint64_t)i + 1);
@@ -684,14 +774,20 @@ static void make_volatile(const char *name, size_t size, unsigned seed, const ch
 	free(buf);
 }
 
-/* Which of the files are purged, as "p0 p3age ..." (static buffer). */
+/*
+ * Which of the files are purged, as "p0 p3age ..." (static buffer).  Read last to first (f
+ * in purge order): a purge that runs meanwhile takes the first unpurged file, and a file
+ * once purged stays purged, so a file found unpurged after a later one was found purged was
+ * unpurged then too: that is a real purge out of order, and nothing else looks like one.
+ */
 static const char *purged_names(const struct vfile *f, int n, bool *out)
 {
 	static char s[256];
 
 	s[0] = '\0';
-	for (int i = 0; i < n; i++) {
+	for (int i = n - 1; i >= 0; i--)
 		out[i] = unit_purged(f[i].name);
+	for (int i = 0; i < n; i++) {
 		if (out[i]) {
 			strcat(s, " ");
 			strcat(s, f[i].name);
@@ -844,17 +940,17 @@ END_TEST
 /* limit: lowering it purges at once                                                        */
 
 #define LIMIT_FILES 40
+/* How long RSS may take to come under the new limit: only a hang takes this long.  How fast
+ * it really comes is a figure of bench/purgebench.c ("limit": under_ms), not a test. */
+#define LIMIT_DEADLINE_S 60
 
 START_TEST(lowering_memory_limit_purges_at_once)
 {
-	uint64_t rss0 = stat_key("rss"), vol0, vol1, rss1 = 0, vmrss = 0, low;
-	uint64_t new_limit = 16 * MIB;
+	uint64_t rss0, vol0, vol1, rss1 = 0, vmrss = 0, low, margin;
+	uint64_t purges0, purges1, new_limit;
 	char name[32], *v;
-	struct timespec t0, t1;
-	double secs;
+	double t0, secs;
 
-	if (rss0 + 8 * MIB > new_limit)
-		new_limit = (rss0 + 8 * MIB + MIB - 1) / MIB * MIB;
 	for (int i = 0; i < LIMIT_FILES; i++) {
 		snprintf(name, sizeof(name), "v%02d", i);
 		make_volatile(name, MIB, (uint64_t)i + 1, "");
@@ -862,35 +958,52 @@ START_TEST(lowering_memory_limit_purges_at_once)
 	vol0 = stat_key("volatile_bytes");
 	ck_assert_msg(vol0 >= LIMIT_FILES * MIB, "volatile_bytes %" PRIu64 " after marking %d MiB",
 		      vol0, LIMIT_FILES);
-	ck_assert_msg(stat_key("rss") > new_limit + 16 * MIB, "rss %" PRIu64 " too low to test",
-		      stat_key("rss"));
+	/*
+	 * The new limit: half of the volatile data below the RSS it holds now, so that purging
+	 * must free at least 20 MiB and can.  Measured after the files were made, not before:
+	 * the daemon's own memory grows as it works, and under valgrind by more than 8 MiB for
+	 * these 40 files (its translations and bookkeeping), which no purge gives back.
+	 */
+	rss0 = stat_key("rss");
+	new_limit = (rss0 - vol0 / 2) / MIB * MIB;
+	margin = rss_margin(new_limit);
+	ck_assert_msg(new_limit >= 16 * MIB && rss0 > new_limit + 16 * MIB,
+		      "rss %" PRIu64 " KiB with %" PRIu64 " KiB volatile: cannot test", rss0 / KIB,
+		      vol0 / KIB);
+	purges0 = stat_key("purges_total");
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = now_s();
 	snprintf(name, sizeof(name), "%" PRIu64, new_limit);
 	root_set("user.volatile.memory_limit", name);
-	for (int i = 0; i < 100; i++) {
+	/* At once: the call that lowers the limit purges before it returns. */
+	purges1 = stat_key("purges_total");
+	vol1 = stat_key("volatile_bytes");
+	ck_assert_msg(purges1 > purges0 && vol1 < vol0,
+		      "setting memory_limit %" PRIu64 " KiB under rss %" PRIu64 " KiB returned "
+		      "with nothing purged (purges_total %" PRIu64 " -> %" PRIu64 ", volatile_bytes "
+		      "%" PRIu64 " -> %" PRIu64 " KiB)", new_limit / KIB, rss0 / KIB, purges0, purges1,
+		      vol0 / KIB, vol1 / KIB);
+	/* And RSS comes under the new limit, within SPEC section 3's allowance. */
+	for (;;) {
 		rss1 = stat_key("rss");
-		if (rss1 <= new_limit)
+		secs = now_s() - t0;
+		if (rss1 <= new_limit + margin || secs > LIMIT_DEADLINE_S)
 			break;
-		nap_ms(10);
+		nap_ms(50);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	vol1 = stat_key("volatile_bytes");
 	vmrss = daemon_rss();
-	fprintf(stderr, "evict: limit: %" PRIu64 " MiB -> %" PRIu64 " MiB: rss %" PRIu64 " KiB after "
-		"%.3f s, VmRSS %" PRIu64 " KiB, volatile_bytes %" PRIu64 " -> %" PRIu64 " KiB\n",
-		start_limit / MIB, new_limit / MIB, rss1 / KIB, secs, vmrss / KIB, vol0 / KIB,
-		vol1 / KIB);
-	ck_assert_msg(rss1 <= new_limit,
-		      "stats rss %" PRIu64 " KiB is still over the new limit %" PRIu64
-		      " KiB after %.1f s", rss1 / KIB, new_limit / KIB, secs);
-	ck_assert_msg(secs <= 1.0, "rss took %.2f s to fall under the new limit", secs);
-	ck_assert_msg(vmrss <= new_limit + rss_margin(new_limit), "VmRSS %" PRIu64 " KiB",
-		      vmrss / KIB);
-	ck_assert_msg(vol1 < vol0, "volatile_bytes did not drop");
-	ck_assert_msg(vol1 + 24 * MIB <= vol0, "volatile_bytes fell only from %" PRIu64 " to %"
-		      PRIu64, vol0, vol1);
+	fprintf(stderr, "evict: limit: %" PRIu64 " MiB -> %" PRIu64 " MiB: rss %" PRIu64 " -> %"
+		PRIu64 " KiB (after %.3f s), VmRSS %" PRIu64 " KiB, volatile_bytes %" PRIu64 " -> %"
+		PRIu64 " KiB\n", start_limit / MIB, new_limit / MIB, rss0 / KIB, rss1 / KIB, secs,
+		vmrss / KIB, vol0 / KIB, vol1 / KIB);
+	ck_assert_msg(rss1 <= new_limit + margin,
+		      "stats rss %" PRIu64 " KiB is still over the new limit %" PRIu64 " KiB + %"
+		      PRIu64 " KiB %d s later (volatile_bytes %" PRIu64 " KiB)", rss1 / KIB,
+		      new_limit / KIB, margin / KIB, LIMIT_DEADLINE_S, vol1 / KIB);
+	ck_assert_msg(vol0 - vol1 + new_limit + margin >= rss0,
+		      "rss fell from %" PRIu64 " to %" PRIu64 " KiB but volatile_bytes only from %"
+		      PRIu64 " to %" PRIu64 " KiB", rss0 / KIB, rss1 / KIB, vol0 / KIB, vol1 / KIB);
 
 	v = xattr_get(root_dir, "user.volatile.memory_limit");
 	ck_assert_uint_eq(strtoull(v, NULL, 10), new_limit);
@@ -901,20 +1014,8 @@ START_TEST(lowering_memory_limit_purges_at_once)
 		      new_limit);
 	/* Purged files read zeros; the ones left read their data. */
 	for (int i = 0; i < LIMIT_FILES; i++) {
-		uint8_t *got, *want = xmalloc(MIB);
-
 		snprintf(name, sizeof(name), "v%02d", i);
-		v = xattr_get(name, "user.volatile.purged");
-		got = read_file(name, MIB);
-		if (*v) {
-			zero_assert(got, MIB, name);
-		} else {
-			rnd_fill(want, MIB, (uint64_t)i + 1);
-			ck_assert_msg(memcmp(got, want, MIB) == 0, "%s: contents differ", name);
-		}
-		free(v);
-		free(got);
-		free(want);
+		judge_file(name, MIB, (uint64_t)i + 1);
 	}
 	/* The fixture puts the limit back for the next test; do it now too. */
 	snprintf(name, sizeof(name), "%" PRIu64, start_limit);

@@ -113,7 +113,15 @@ start_daemon
 echo held > "$hmnt/held"
 (cd "$hmnt" && exec 3< held && exec sleep 60) &
 holder=$!
-sleep 0.2
+# Until the holder is in place (its fd 3 open on the mount); a fixed 0.2 s
+# could leave it still starting on a loaded machine, and the case then
+# tested a plain SIGTERM.
+deadline=$((SECONDS + 60))
+until [[ $(readlink "/proc/$holder/fd/3" 2> /dev/null) == */held ]]; do
+	kill -0 "$holder" 2> /dev/null || fail "the process holding $hmnt/held ended"
+	((SECONDS < deadline)) || fail "the holder has not opened $hmnt/held after 60 s"
+	sleep 0.05
+done
 kill -TERM "$hpid"
 expect_clean_exit "SIGTERM with a cwd and an open file on the mount"
 kill "$holder" 2> /dev/null || true
@@ -140,7 +148,20 @@ bad_option()
 	fi
 	hmnt=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-test.XXXXXX")
 	out=$(timeout -k 2 10 "$daemon" "${fg[@]}" -o "$1" "$hmnt" 2>&1 < /dev/null) || st=$?
-	sleep 0.1 # a daemonized child that wrongly survived would mount now
+	# A daemonized child that wrongly survived is still running, with the
+	# (unique) mountpoint on its command line, whether or not it has mounted
+	# yet: a fixed 0.1 s sleep before looking at the mounts missed a slow
+	# one.  (Options are checked before the daemon forks: no child is ever
+	# made for a bad one, so none can be caught on its way out.)
+	local survivors
+	survivors=$(pgrep -f -- "$hmnt") || true
+	if [[ -n $survivors ]]; then
+		local desc
+		desc=$(pgrep -a -f -- "$hmnt") || true
+		# shellcheck disable=SC2086 # one pid a word
+		kill $survivors 2> /dev/null || true
+		fail "-o $1 ($mode): a process survived the refusal (exit status $st): $desc"
+	fi
 	if is_mounted "$hmnt"; then
 		fail "-o $1 ($mode): mounted (exit status $st), want refusal with status 1"
 	fi

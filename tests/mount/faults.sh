@@ -423,7 +423,15 @@ scenario_busy()
 	start_daemon
 	load holder 'exec 3> held; exec 4< held; while :; do echo x >&3; head -c 10 <&4 > /dev/null; done'
 	holder=$load_pid
-	sleep 0.3
+	# Until the holder has both files open (a fixed 0.3 s was not always
+	# enough on a loaded machine, and fusermount3 -u then succeeded).
+	local deadline=$((SECONDS + 60))
+	until [[ $(readlink "/proc/$holder/fd/3" 2> /dev/null) == */held &&
+		$(readlink "/proc/$holder/fd/4" 2> /dev/null) == */held ]]; do
+		kill -0 "$holder" 2> /dev/null || fail "the holder ended: $(cat "$tmp/load-holder.log")"
+		((SECONDS < deadline)) || fail "the holder has not opened $hmnt/held after 60 s"
+		sleep 0.05
+	done
 	st=0
 	out=$(fusermount3 -u "$hmnt" 2>&1) || st=$?
 	[[ $st -ne 0 ]] || fail "fusermount3 -u with files open succeeded, want EBUSY"

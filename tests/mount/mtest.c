@@ -77,11 +77,19 @@ char *xattr_get(const char *path, const char *name)
 {
 	for (int tries = 0; tries < 10; tries++) {
 		ssize_t size = getxattr(path, name, NULL, 0), got;
+		size_t cap;
 		char *buf;
 
 		ck_assert_msg(size >= 0, "getxattr(%s, %s) size: %s", path, name, errname(errno));
-		buf = xmalloc((size_t)size + 1);
-		got = getxattr(path, name, buf, (size_t)size);
+		/*
+		 * Room to spare: a buffer of size 0 would make the second call a size query
+		 * too, which returns the new size, copies nothing and left buf[got] past the
+		 * end of an uninitialised buffer when the value grew from empty meanwhile (a
+		 * purge between the two calls: garbage read as user.volatile.purged).
+		 */
+		cap = (size_t)size + 256;
+		buf = xmalloc(cap + 1);
+		got = getxattr(path, name, buf, cap);
 		if (got < 0 && errno == ERANGE) { /* it grew meanwhile */
 			free(buf);
 			continue;

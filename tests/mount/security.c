@@ -1177,11 +1177,24 @@ static void read_log(const struct second *m, char *buf, size_t size)
 		close(fd);
 }
 
+/*
+ * Seconds from the environment variable name (with-mount.sh's VFS_MOUNT_TIMEOUT and
+ * VFS_EXIT_TIMEOUT, which the valgrind runs raise to 60 and 120: a second daemon under
+ * valgrind on a loaded machine takes more than 10 s to mount or to exit), else dflt.
+ */
+static int env_seconds(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+	int n = v ? atoi(v) : 0;
+
+	return n > 0 ? n : dflt;
+}
+
 /* Stops everything started by one of the second_* functions; never asserts.  Reports in
  * err what went wrong on the way (a daemon that did not exit 0, or printed something). */
 static void second_stop(struct second *m, char *err, size_t errlen)
 {
-	int status = 0;
+	int status = 0, exit_s = env_seconds("VFS_EXIT_TIMEOUT", 10);
 	pid_t w = 0;
 
 	if (err)
@@ -1197,7 +1210,7 @@ static void second_stop(struct second *m, char *err, size_t errlen)
 			snprintf(err, errlen, "%.200s was busy: unmounted lazily", m->mnt);
 	}
 	if (m->daemon > 0) {
-		for (int i = 0; i < 100; i++) {
+		for (int i = 0; i < exit_s * 10; i++) {
 			w = waitpid(m->daemon, &status, WNOHANG);
 			if (w != 0)
 				break;
@@ -1207,8 +1220,8 @@ static void second_stop(struct second *m, char *err, size_t errlen)
 			kill(m->daemon, SIGKILL);
 			waitpid(m->daemon, &status, 0);
 			if (err && !err[0])
-				snprintf(err, errlen, "daemon %d still running 10 s after umount",
-					 (int)m->daemon);
+				snprintf(err, errlen, "daemon %d still running %d s after umount",
+					 (int)m->daemon, exit_s);
 		} else if (err && !err[0] && (!WIFEXITED(status) || WEXITSTATUS(status))) {
 			snprintf(err, errlen, "daemon exited with status 0x%x after umount",
 				 status);
@@ -1233,10 +1246,13 @@ static void second_stop(struct second *m, char *err, size_t errlen)
 	}
 }
 
-/* Waits up to 10 s for m->mnt to appear (or, for a /dev/fd mount, for the daemon to answer). */
+/* Waits up to VFS_MOUNT_TIMEOUT (default 10) s for m->mnt to appear (or, for a /dev/fd mount,
+ * for the daemon to answer). */
 static int wait_mounted(struct second *m, char *err, size_t errlen)
 {
-	for (int i = 0; i < 200; i++) {
+	int mount_s = env_seconds("VFS_MOUNT_TIMEOUT", 10);
+
+	for (int i = 0; i < mount_s * 20; i++) {
 		int status;
 
 		if (is_mounted(m->mnt)) {
@@ -1256,7 +1272,7 @@ static int wait_mounted(struct second *m, char *err, size_t errlen)
 		}
 		usleep(50000);
 	}
-	snprintf(err, errlen, "%.200s not mounted after 10 s", m->mnt);
+	snprintf(err, errlen, "%.200s not mounted after %d s", m->mnt, mount_s);
 	return -1;
 }
 
