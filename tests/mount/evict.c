@@ -102,13 +102,16 @@ static void pat_fill(uint8_t *buf, size_t len, uint64_t off, unsigned seed)
 		buf[i] = pat(off + i, seed);
 }
 
+/* One assertion, on the first byte that differs (each Check assertion writes to a pipe). */
 static void pat_assert(const uint8_t *buf, size_t len, uint64_t off, unsigned seed,
 		       const char *what)
 {
-	for (size_t i = 0; i < len; i++)
-		ck_assert_msg(buf[i] == pat(off + i, seed),
-			      "%s: byte at offset %llu is 0x%02x, expected 0x%02x", what,
-			      (unsigned long long)(off + i), buf[i], pat(off + i, seed));
+	size_t i = 0;
+
+	while (i < len && buf[i] == pat(off + i, seed))
+		i++;
+	ck_assert_msg(i == len, "%s: byte at offset %llu is 0x%02x, expected 0x%02x", what,
+		      (unsigned long long)(off + i), buf[i], pat(off + i, seed));
 }
 
 /* The offset of the first non-zero byte, or -1. */
