@@ -958,19 +958,7 @@ static void flooder_main(int f)
 
 static uint64_t daemon_rss(void)
 {
-	char path[64], line[256];
-	uint64_t kib = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)daemon_pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %" SCNu64, &kib) == 1)
-			break;
-	fclose(f);
-	return kib * KIB;
+	return mtest_vmrss_kib(daemon_pid) * KIB;
 }
 
 static uint64_t stat_key(const char *stats, const char *key)

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,4 +262,21 @@ int mtest_run(Suite *s)
 
 	rm_tree(run_dir);
 	return failed == 0 ? 0 : 1;
+}
+
+uint64_t mtest_vmrss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	uint64_t kib = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %" SCNu64, &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
 }

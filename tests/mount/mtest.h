@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* The user the tests drop to as "another user" (nobody). */
@@ -82,6 +83,9 @@ void nap_ms(long ms);
 
 /* Seconds on the monotonic clock. */
 double now_s(void);
+
+/* VmRSS of process pid in KiB, from /proc/PID/status; 0 when it cannot be read. */
+uint64_t mtest_vmrss_kib(pid_t pid);
 
 /* ---------------------------------------------------------------------------------------- */
 /* The run directory and each test's directory                                              */

@@ -450,19 +450,7 @@ END_TEST
 
 static uint64_t daemon_rss_kib(void)
 {
-	char p[64], line[256];
-	uint64_t kib = 0;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)daemon_pid);
-	f = fopen(p, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %" SCNu64, &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
+	return mtest_vmrss_kib(daemon_pid);
 }
 
 static _Atomic uint64_t peak_kib;
