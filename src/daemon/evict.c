@@ -129,6 +129,7 @@ static uint64_t evict_loop(struct fs *fs, bool (*more)(struct fs *, uint64_t, ui
 			break;
 		n = u->inode; /* immutable, and alive: we hold ns_lock */
 		pthread_rwlock_wrlock(&n->lock);
+		fs_sync_locked(fs, n);
 		/* Released meanwhile, or emptied by another purge: skip it. */
 		if (lru_unpin(&fs->lru, u) && u->resident) {
 			if (skip_open(n)) {
@@ -258,6 +259,7 @@ int64_t evict_all(struct fs *fs)
 			int64_t got = 0;
 
 			pthread_rwlock_wrlock(&f->lock);
+			fs_sync_locked(fs, f);
 			if (f->units.count && !skip_open(f)) {
 				got = purge_file_locked(fs, f, pass == 0, &any);
 				if (any)
@@ -290,6 +292,7 @@ int64_t evict_file(struct fs *fs, struct inode *n)
 	pthread_mutex_lock(&fs->evict_lock);
 	pthread_rwlock_rdlock(&fs->ns_lock);
 	pthread_rwlock_wrlock(&n->lock);
+	fs_sync_locked(fs, n);
 	got = purge_file_locked(fs, n, true, &any);
 	if (got >= 0 && (more = purge_file_locked(fs, n, false, &any)) < 0)
 		got = more;
@@ -320,8 +323,24 @@ void evict_attach(struct fs *fs)
 
 void evict_check(struct fs *fs)
 {
-	if (mem_rss(&fs->mem) > atomic_load(&fs->mem.limit))
-		evict_to(fs, atomic_load(&fs->mem.low));
+	uint64_t limit = atomic_load(&fs->mem.limit), low = atomic_load(&fs->mem.low);
+
+	if (fs->passthrough) {
+		/*
+		 * Writers the kernel serves itself are seen only here: read
+		 * what the backing files hold, move the tmpfs's size (the
+		 * hard backstop) to what the limit leaves beside our RSS, and
+		 * purge from halfway between memory_low and the limit, so
+		 * that a writer meets room rather than the backstop.
+		 */
+		mem_reconcile(&fs->mem);
+		fs_shm_recap(fs);
+		if (mem_rss(&fs->mem) > low + (limit - low) / 2)
+			evict_to(fs, low);
+		return;
+	}
+	if (mem_rss(&fs->mem) > limit)
+		evict_to(fs, low);
 }
 
 void evict_probe(struct fs *fs)

@@ -33,8 +33,66 @@ void node_free(struct fs *fs, struct inode *n)
 			if (of->poll_handle && fs->hooks.poll_free)
 				fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
 	}
+	if (S_ISREG(n->mode) && fs->store->node_free)
+		fs->store->node_free(fs, n);
 	inode_free(&fs->itable, n, release_page, &b);
 	page_batch_flush(&b);
+}
+
+void fs_sync_locked(struct fs *fs, struct inode *n)
+{
+	if (fs->store->sync && S_ISREG(n->mode))
+		fs->store->sync(fs, n);
+}
+
+void fs_sync(struct fs *fs, struct inode *n)
+{
+	if (!fs->store->sync || !S_ISREG(n->mode))
+		return;
+	pthread_rwlock_wrlock(&n->lock);
+	fs->store->sync(fs, n);
+	pthread_rwlock_unlock(&n->lock);
+}
+
+static uint64_t shm_used_of(void *ctx)
+{
+	return shm_used(ctx);
+}
+
+int fs_shm_setup(struct fs *fs, uint64_t cap)
+{
+	int ret = shm_setup(&fs->shm, cap);
+
+	if (ret)
+		return ret;
+	fs->mem.shared_ctx = &fs->shm;
+	fs->mem.shared_used = shm_used_of;
+	return 0;
+}
+
+void fs_shm_recap(struct fs *fs)
+{
+	uint64_t limit = atomic_load(&fs->mem.limit), rss = mem_rss_kernel(&fs->mem);
+	uint64_t slack = limit / 100 > (4u << 20) ? limit / 100 : (4u << 20);
+	uint64_t cap = limit + slack > rss ? limit + slack - rss : 0, used, cur;
+
+	if (fs->shm.mnt < 0)
+		return;
+	used = shm_used(&fs->shm);
+	if (cap < used)
+		cap = used;
+	cur = atomic_load(&fs->shm.cap);
+	/* Not for every page of RSS that comes and goes. */
+	if (cap + (1u << 20) < cur || cap > cur + (1u << 20))
+		(void)shm_set_cap(&fs->shm, cap);
+}
+
+void fs_use_shm_store(struct fs *fs)
+{
+	if (fs->shm.root >= 0 && fs->itable.count <= 1) {
+		fs->store = &shm_store;
+		fs->passthrough = true;
+	}
 }
 
 void node_maybe_free(struct fs *fs, struct inode *n)
@@ -57,6 +115,7 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 	fs->write_unmark = cfg->write_unmark;
 	fs->fuse_conn = -1;
 	fs->store = &arena_store;
+	fs->shm.root = fs->shm.mnt = -1;
 	ret = -pthread_mutex_init(&fs->evict_lock, NULL);
 	if (ret)
 		goto out_ns;
@@ -99,6 +158,7 @@ out_itable:
 out_mem:
 	meta_bind(NULL);
 	mem_destroy(&fs->mem);
+	shm_teardown(&fs->shm);
 out_arena:
 	arena_destroy(&fs->arena);
 out_lru:
@@ -138,6 +198,8 @@ void fs_destroy(struct fs *fs)
 		for (struct ofile *of = n->open_files; of; of = of->next)
 			if (of->poll_handle && fs->hooks.poll_free)
 				fs->hooks.poll_free(fs->hooks.ctx, of->poll_handle);
+		if (fs->store->node_free)
+			fs->store->node_free(fs, n);
 	}
 	itable_destroy(&fs->itable, release_page, &b);
 	page_batch_flush(&b);

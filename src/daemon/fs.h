@@ -30,6 +30,7 @@
 #include "arena.h"
 #include "inode.h"
 #include "mem.h"
+#include "shmfile.h"
 #include "store.h"
 #include "units.h"
 
@@ -107,7 +108,12 @@ struct fs {
 	struct mem mem;
 	struct lru lru;
 	struct inode *root;
-	const struct store_ops *store; /* file data (store.h); set by fs_init, constant */
+	/* File data (store.h): the arena store from fs_init; fs_use_shm
+	 * switches to the shared-memory store before the first file exists
+	 * (at FUSE INIT), and it is constant after. */
+	const struct store_ops *store;
+	struct shm shm;           /* the shared-memory store's tmpfs (root -1: none) */
+	bool passthrough;         /* files are opened through the kernel (SPEC 11) */
 	struct fs_hooks hooks;
 	uid_t owner;              /* the user who mounted; immutable */
 	bool purged_eio;          /* purged_read=eio; immutable */
@@ -186,6 +192,29 @@ int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode *
 	      struct stat *st);
 void fs_forget(struct fs *fs, struct inode *n, uint64_t nlookup);
 void fs_getattr(struct fs *fs, struct inode *n, struct stat *st);
+/*
+ * Shared memory (SPEC section 11), before any file exists: keep file
+ * data in backing files on a private tmpfs of cap bytes.  Zero or
+ * -errno (the arena store stays).  fs_use_shm_store then switches to
+ * it (at FUSE INIT, when the kernel offers passthrough).
+ */
+int fs_shm_setup(struct fs *fs, uint64_t cap);
+void fs_use_shm_store(struct fs *fs);
+/*
+ * Bring n up to date with writers the kernel served itself (store.h:
+ * sync): its size, times, pages and purged set.  Does nothing on the
+ * arena store.  fs_sync takes n's lock; fs_sync_locked wants it held
+ * for writing.
+ */
+void fs_sync(struct fs *fs, struct inode *n);
+/*
+ * Set the shared-memory tmpfs's size to what the limit (plus the SPEC
+ * section 3 allowance, max(1%, 4 MiB)) leaves beside the daemon's RSS,
+ * never below what it holds: writers the daemon does not see get
+ * ENOSPC from the kernel there.
+ */
+void fs_shm_recap(struct fs *fs);
+void fs_sync_locked(struct fs *fs, struct inode *n);
 int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, struct stat *st);
 
 /*
@@ -287,6 +316,16 @@ void fs_ofile_discard(struct fs *fs, struct ofile *of);
 int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags);
 /* The last close of an open description. */
 void fs_release_file(struct fs *fs, struct ofile *of);
+/*
+ * Passthrough opens (SPEC section 11, shared-memory store only): the
+ * backing id of of's file, shared by all its open descriptions; the
+ * first registers the backing file (created if need be) by calling
+ * reg(fd), which returns an id (> 0) or -errno.  The id, or -errno.
+ * fs_backing_put, before fs_release_file, undoes it and returns the id
+ * to drop when it was the last use (else 0).
+ */
+int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd));
+int32_t fs_backing_put(struct fs *fs, struct ofile *of);
 
 /*
  * poll: keep ph (when not NULL) as the file's waiter, returning the one

@@ -9,8 +9,7 @@
 
 void fs_getattr(struct fs *fs, struct inode *n, struct stat *st)
 {
-	(void)fs;
-	stat_of(n, st);
+	stat_of(fs, n, st);
 }
 
 int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, struct stat *st)
@@ -21,6 +20,8 @@ int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, stru
 	if ((v & FS_SET_SIZE) && !S_ISREG(n->mode))
 		return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
 	pthread_rwlock_wrlock(&n->lock);
+	if (S_ISREG(n->mode))
+		fs_sync_locked(fs, n);
 	if (v & FS_SET_SIZE) {
 		uint64_t old = n->size;
 

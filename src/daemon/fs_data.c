@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "file.h"
 #include "meta.h"
@@ -165,9 +166,9 @@ int64_t fs_lseek(struct fs *fs, struct inode *n, uint64_t off, int whence)
 {
 	int64_t ret;
 
-	(void)fs;
 	if (!S_ISREG(n->mode))
 		return -EINVAL;
+	fs_sync(fs, n);
 	pthread_rwlock_rdlock(&n->lock);
 	ret = fs->store->seek(n, off, whence);
 	pthread_rwlock_unlock(&n->lock);
@@ -231,6 +232,50 @@ int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags)
 	n->nopen++;
 	pthread_rwlock_unlock(&n->lock);
 	return 0;
+}
+
+int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
+{
+	struct inode *n = of->inode;
+	int32_t id;
+	int fd;
+
+	if (!fs->passthrough || !S_ISREG(n->mode))
+		return -EOPNOTSUPP;
+	pthread_rwlock_wrlock(&n->lock);
+	id = n->backing_id;
+	if (id <= 0) {
+		fd = shm_backing_open(fs, n, true);
+		id = fd < 0 ? fd : reg(fd);
+		if (fd >= 0)
+			close(fd); /* the kernel holds its own reference */
+		if (id > 0)
+			n->backing_id = id;
+	}
+	if (id > 0) {
+		n->pt_opens++;
+		of->passthrough = true;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return id;
+}
+
+int32_t fs_backing_put(struct fs *fs, struct ofile *of)
+{
+	struct inode *n = of->inode;
+	int32_t id = 0;
+
+	(void)fs;
+	if (!of->passthrough)
+		return 0;
+	pthread_rwlock_wrlock(&n->lock);
+	of->passthrough = false;
+	if (--n->pt_opens == 0) {
+		id = n->backing_id;
+		n->backing_id = 0;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return id;
 }
 
 void fs_release_file(struct fs *fs, struct ofile *of)

@@ -100,9 +100,14 @@ static inline void dir_changed(struct inode *dir)
 	pthread_rwlock_unlock(&dir->lock);
 }
 
-static inline void stat_of(struct inode *n, struct stat *st)
+static inline void stat_of(struct fs *fs, struct inode *n, struct stat *st)
 {
-	pthread_rwlock_rdlock(&n->lock);
+	if (fs->store->sync && S_ISREG(n->mode)) {
+		pthread_rwlock_wrlock(&n->lock);
+		fs->store->sync(fs, n);
+	} else {
+		pthread_rwlock_rdlock(&n->lock);
+	}
 	inode_stat_locked(n, st);
 	pthread_rwlock_unlock(&n->lock);
 }

@@ -30,7 +30,7 @@ int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode *
 	}
 	atomic_fetch_add(&e->inode->nlookup, 1);
 	*out = e->inode;
-	stat_of(e->inode, st);
+	stat_of(fs, e->inode, st);
 out_unlock:
 	pthread_rwlock_unlock(&fs->ns_lock);
 	return ret;
@@ -187,7 +187,7 @@ int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *ne
 	nlink_add(n, 1, true);
 	dir_changed(newdir);
 	atomic_fetch_add(&n->nlookup, 1);
-	stat_of(n, st);
+	stat_of(fs, n, st);
 out_unlock:
 	pthread_rwlock_unlock(&fs->ns_lock);
 	return ret;
@@ -429,14 +429,14 @@ int fs_readdir(struct fs *fs, struct inode *dir, uint64_t off, bool plus, fs_fil
 	pthread_rwlock_rdlock(&fs->ns_lock);
 	if (off < 1) {
 		if (plus)
-			stat_of(dir, &st);
+			stat_of(fs, dir, &st);
 		ret = fill(ctx, ".", dir, &st, 1);
 		if (ret)
 			goto out_unlock;
 	}
 	if (off < 2) {
 		if (plus)
-			stat_of(dir->dir.parent, &st);
+			stat_of(fs, dir->dir.parent, &st);
 		ret = fill(ctx, "..", dir->dir.parent, &st, 2);
 		if (ret)
 			goto out_unlock;
@@ -446,7 +446,7 @@ int fs_readdir(struct fs *fs, struct inode *dir, uint64_t off, bool plus, fs_fil
 		if (name_purged(e->inode))
 			continue; /* going: not listed, as lookup refuses it */
 		if (plus)
-			stat_of(e->inode, &st);
+			stat_of(fs, e->inode, &st);
 		ret = fill(ctx, e->name, e->inode, &st, e->cookie);
 		if (ret)
 			break;

@@ -58,6 +58,7 @@ struct ofile {
 	int flags;                 /* open(2) flags; immutable */
 	void *poll_handle;         /* the newest poll of this file; inode lock */
 	bool overdraft;            /* charged past the limit (fs_ofile_new); immutable */
+	bool passthrough;          /* holds a use of the inode's backing id (fs_backing_get) */
 };
 
 struct inode {
@@ -99,6 +100,13 @@ struct inode {
 			 * held for writing. */
 			bool purge_unlinked;
 			uint64_t inval_seq;   /* the notifier's sequence of the last purge */
+			/* The shared-memory store (shmfile.h), under lock:
+			 * the backing file's mtime at the last sync, the
+			 * backing id registered while passthrough opens
+			 * exist (0: none) and their count. */
+			struct timespec shm_mtime;
+			int32_t backing_id;
+			uint32_t pt_opens;
 			/* What the kernel is yet to be told (notify.h): set
 			 * once under the notifier's lock, freed with the node. */
 			struct inval *inval;

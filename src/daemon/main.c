@@ -18,11 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "evict.h"
 #include "fs.h"
+#include "fuseio.h"
 #include "mem.h"
 #include "notify.h"
 #include "opts.h"
@@ -152,6 +154,42 @@ static void abort_connection(int conn)
  * The log: syslog (the journal), where a daemon's notes belong whether it
  * runs in the foreground or not; with -d, stderr too.
  */
+/* FUSE passthrough came with Linux 6.9. */
+static bool kernel_has_passthrough(void)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+
+	if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return false;
+	return major > 6 || (major == 6 && minor >= 9);
+}
+
+/*
+ * The data path (SPEC section 11): shared memory and passthrough when
+ * asked for (auto, on) and possible; NULL, or why not.  Before the
+ * mount, so that passthrough=on refuses to mount.
+ */
+static const char *passthrough_setup(struct fs *fs, const struct opts *o, char *buf, size_t len)
+{
+	int ret;
+
+	if (o->passthrough == OPTS_PT_OFF)
+		return "passthrough=off";
+	if (o->purged_eio)
+		return "purged_read=eio needs the classic path: the kernel would serve purged "
+		       "bytes of a passthrough file as zeros";
+	if (!kernel_has_passthrough())
+		return "the kernel has no FUSE passthrough (Linux 6.9 or later)";
+	ret = fs_shm_setup(fs, atomic_load(&fs->mem.limit));
+	if (ret) {
+		snprintf(buf, len, "cannot mount a private tmpfs for file data: %s%s", strerror(-ret),
+			 ret == -EPERM ? " (passthrough needs CAP_SYS_ADMIN)" : "");
+		return buf;
+	}
+	return NULL;
+}
+
 static bool log_stderr;
 
 static void log_line(void *ctx, const char *msg)
@@ -185,6 +223,7 @@ int main(int argc, char *argv[])
 	bool pressure_open_ = false;
 	struct fs_config cfg;
 	int conn = -1;
+	const char *why_classic;
 	struct opts o;
 	struct fs fs;
 	char err[256];
@@ -253,6 +292,11 @@ int main(int argc, char *argv[])
 	}
 	evict_attach(&fs); /* a write that needs room purges (fs.h: make_room) */
 	ret = 1;
+	why_classic = passthrough_setup(&fs, &o, err, sizeof(err));
+	if (why_classic && o.passthrough == OPTS_PT_ON) {
+		fprintf(stderr, "volatilefs: passthrough=on: %s\n", why_classic);
+		goto out_fs;
+	}
 
 	se = fuse_session_new(&args, &volatilefs_ops, sizeof(volatilefs_ops), &fs);
 	if (!se)
@@ -261,6 +305,11 @@ int main(int argc, char *argv[])
 		goto out_session;
 	if (fuse_session_mount(se, copts.mountpoint) != 0)
 		goto out_signals;
+	/* Our own /dev/fuse I/O asks for passthrough at INIT (fuseio.h). */
+	if (!why_classic && fuseio_attach(se, FUSEIO_PASSTHROUGH) != 0) {
+		fprintf(stderr, "volatilefs: cannot take over /dev/fuse I/O\n");
+		goto out_unmount;
+	}
 	if (fuse_daemonize(copts.foreground) != 0)
 		goto out_unmount;
 	/* Threads start after fuse_daemonize(), which forks; and our RSS is

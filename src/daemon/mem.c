@@ -107,6 +107,14 @@ void mem_reconcile(struct mem *m)
 
 	if (!rss)
 		return;
+	/* Shared memory is not in our RSS: what the backing files hold
+	 * beyond the pages charged for them counts as base. */
+	if (m->shared_used) {
+		uint64_t real = m->shared_used(m->shared_ctx), known = atomic_load(&m->shared);
+
+		if (real > known)
+			rss += real - known;
+	}
 	atomic_store(&m->base, rss > held ? (int64_t)(rss - held) : 0);
 }
 
@@ -133,6 +141,11 @@ static int charge_under(struct mem *m, uint64_t limit, uint64_t base, uint64_t b
 			return -ENOSPC;
 	} while (!atomic_compare_exchange_weak(&m->charged, &cur, cur + bytes));
 	return 0;
+}
+
+void mem_charge(struct mem *m, uint64_t bytes)
+{
+	atomic_fetch_add(&m->charged, bytes);
 }
 
 int mem_reserve(struct mem *m, uint64_t bytes)

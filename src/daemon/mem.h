@@ -71,6 +71,15 @@ struct mem {
 	_Atomic uint64_t meta_freed;   /* metadata bytes freed since the last trim */
 	_Atomic int64_t base;          /* kernel RSS - pages - metadata, last reconcile */
 	_Atomic uint64_t enospc_total;
+	/*
+	 * Shared memory (SPEC section 11): bytes of backing-file pages
+	 * charged (part of charged), and what the backing files really
+	 * hold, read at each reconciliation: what writers the daemon did
+	 * not see added since is added to base.  shared_used NULL: none.
+	 */
+	_Atomic uint64_t shared;
+	uint64_t (*shared_used)(void *ctx);
+	void *shared_ctx;
 	int statm_fd;
 };
 
@@ -105,6 +114,12 @@ uint64_t mem_rss(struct mem *m);
  * always succeeds.
  */
 int mem_reserve(struct mem *m, uint64_t bytes);
+/*
+ * Add bytes to charged whatever the limit: memory the kernel already
+ * gave (a page a passthrough writer allocated in a backing file,
+ * shmfile.h), which the purge must now see.
+ */
+void mem_charge(struct mem *m, uint64_t bytes);
 /* Give back bytes reserved and not used (or metadata freed). */
 void mem_unreserve(struct mem *m, uint64_t bytes);
 /* Would bytes fit now?  A check, not a reservation. */

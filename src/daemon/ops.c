@@ -36,6 +36,7 @@
 
 #include "evict.h"
 #include "fs.h"
+#include "fuseio.h"
 #include "notify.h"
 #include "ops.h"
 #include "vol.h"
@@ -237,6 +238,44 @@ static void vfs_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_EXPLICIT_INVAL_DATA)
 		conn->want |= FUSE_CAP_EXPLICIT_INVAL_DATA;
 	conn->time_gran = 1;
+	/* The kernel offers passthrough (fuseio.c adds it to this INIT's
+	 * reply): file data goes to shared memory from the first file on. */
+	if ((fuseio_offered() & (FUSEIO_PASSTHROUGH | FUSEIO_INIT_EXT)) ==
+	    (FUSEIO_PASSTHROUGH | FUSEIO_INIT_EXT))
+		fs_use_shm_store(userdata);
+}
+
+/*
+ * An open of a regular file on the passthrough path (SPEC section 11):
+ * the kernel reads, writes and maps its backing file itself, and keeps
+ * no pages of its own (no keep_cache: the kernel refuses it beside
+ * passthrough).  The backing id, or 0 for a classic open (not this
+ * path, or the backing file could not be registered: then the daemon
+ * serves it from the same backing file).
+ */
+static int32_t passthrough_open(struct fs *fs, struct ofile *of, struct fuse_file_info *fi)
+{
+	int32_t id;
+
+	if (!fs->passthrough)
+		return 0;
+	id = fs_backing_get(fs, of, fuseio_backing_open);
+	if (id > 0) {
+		fi->keep_cache = 0;
+		return id;
+	}
+	fuse_log(FUSE_LOG_ERR, "volatilefs: passthrough open refused (%s); served by the daemon\n",
+		 strerror((int)-id));
+	return 0;
+}
+
+/* Undo what a passthrough open did, before the open description goes. */
+static void passthrough_release(struct fs *fs, struct ofile *of)
+{
+	int32_t id = fs_backing_put(fs, of);
+
+	if (id > 0)
+		fuseio_backing_close(id);
 }
 
 static void vfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -412,6 +451,7 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *n = node_of(req, ino);
 	struct ofile *of;
 	struct fs *fs;
+	int32_t id;
 	int ret;
 
 	if (S_ISDIR(n->mode)) {
@@ -447,16 +487,22 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->keep_cache = 1;
 	fi->fh = (uint64_t)(uintptr_t)of;
 	fs = fs_of(req);
+	id = S_ISREG(n->mode) ? passthrough_open(fs, of, fi) : 0;
 	/* Not taken (interrupted, or the connection is gone): no RELEASE
 	 * will come.  req is freed by the reply, so fs was read before. */
-	if (fuse_reply_open(req, fi) != 0)
+	if (fuseio_reply_open(req, fi, id) != 0) {
+		passthrough_release(fs, of);
 		fs_release_file(fs, of);
+	}
 }
 
 static void vfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct ofile *of = (struct ofile *)(uintptr_t)fi->fh;
+
 	(void)ino;
-	fs_release_file(fs_of(req), (struct ofile *)(uintptr_t)fi->fh);
+	passthrough_release(fs_of(req), of);
+	fs_release_file(fs_of(req), of);
 	fuse_reply_err(req, 0);
 }
 
@@ -470,6 +516,7 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	struct ofile *of;
 	struct stat st;
 	struct fs *fs;
+	int32_t id;
 	int ret;
 
 	/* First what can fail for memory, then the file: a create that
@@ -491,7 +538,9 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	fi->keep_cache = 1;
 	fi->fh = (uint64_t)(uintptr_t)of;
 	fs = fs_of(req);
-	if (fuse_reply_create(req, &e, fi) != 0) { /* as in vfs_open */
+	id = passthrough_open(fs, of, fi);
+	if (fuseio_reply_create(req, &e, fi, id) != 0) { /* as in vfs_open */
+		passthrough_release(fs, of);
 		fs_release_file(fs, of);
 		fs_forget(fs, n, 1);
 	}

@@ -47,7 +47,7 @@ int opts_parse_id(const char *s, uint32_t *out)
 
 struct raw_opts {
 	char *memory_limit, *memory_low, *mode, *uid, *gid, *purged_read, *write_policy, *auto_;
-	char *pressure, *pressure_headroom;
+	char *pressure, *pressure_headroom, *passthrough;
 };
 
 /*
@@ -68,6 +68,7 @@ static const struct fuse_opt opt_table[] = {
 	RAW("auto=", auto_),
 	RAW("pressure=", pressure),
 	RAW("pressure_headroom=", pressure_headroom),
+	RAW("passthrough=", passthrough),
 	FUSE_OPT_END
 };
 
@@ -216,6 +217,20 @@ int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
 			goto out;
 		}
 	}
+	if (raw.passthrough) {
+		if (strcmp(raw.passthrough, "auto") == 0) {
+			o->passthrough = OPTS_PT_AUTO;
+		} else if (strcmp(raw.passthrough, "on") == 0) {
+			o->passthrough = OPTS_PT_ON;
+		} else if (strcmp(raw.passthrough, "off") == 0) {
+			o->passthrough = OPTS_PT_OFF;
+		} else {
+			snprintf(err, errlen, "passthrough=%s: must be auto, on or off",
+				 raw.passthrough);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
 	if (raw.pressure_headroom) {
 		ret = size_opt("pressure_headroom", raw.pressure_headroom, &o->pressure_headroom,
 			       err, errlen);
@@ -238,5 +253,6 @@ out:
 	free(raw.auto_);
 	free(raw.pressure);
 	free(raw.pressure_headroom);
+	free(raw.passthrough);
 	return ret;
 }

@@ -2,7 +2,7 @@
  * opts.h - the daemon's own mount options (SPEC section 2).
  *
  * opts_parse() takes memory_limit=, memory_low=, purged_read=,
- * write_policy=, auto=, pressure=, pressure_headroom=, mode=, uid=, gid= out
+ * write_policy=, auto=, pressure=, pressure_headroom=, passthrough=, mode=, uid=, gid= out
  * of the argument list with fuse_opt and validates them; everything else
  * stays for libfuse (standard FUSE options, -f/-d/-s, the mountpoint),
  * which refuses what it does not know.  The value parsers are pure
@@ -32,7 +32,12 @@ struct opts {
 	int auto_mode;         /* auto=off|mark|unlink of the root (0 = off) */
 	bool pressure_off;     /* pressure=off (default on) */
 	uint64_t pressure_headroom; /* 0: not given */
+	int passthrough;       /* OPTS_PT_*: passthrough=auto (default), on, off */
 };
+
+#define OPTS_PT_AUTO 0
+#define OPTS_PT_ON   1
+#define OPTS_PT_OFF  2
 
 /* Octal permission bits, at most 07777.  Zero or -EINVAL. */
 int opts_parse_mode(const char *s, mode_t *out);

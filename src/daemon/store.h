@@ -16,6 +16,10 @@
  * writing by the ones that change the file and at least for reading by
  * the others; none takes a lock of the namespace or calls up a layer.
  *
+ * The second implementation is the shared-memory store, shmfile.c
+ * (SPEC section 11): the same page map with placeholder entries, the
+ * bytes in a backing file the kernel serves itself.
+ *
  * Not yet behind this interface (the next step of the seam): the
  * volatile units (units.h) and the node (inode.h) still see the page
  * map itself: units_mark, units_unmark and units_pages_dropping count a
@@ -62,6 +66,15 @@ struct store_ops {
 	void (*free_range)(struct fs *fs, struct inode *n, uint64_t first, uint64_t last);
 	/* Bytes of memory the file's data holds. */
 	uint64_t (*bytes_held)(struct inode *n);
+	/*
+	 * NULL when every change passes through the store.  Otherwise
+	 * (shmfile.c: writers the kernel serves itself) bring n's size,
+	 * times, page map and purged set up to date with its data; n
+	 * locked for writing.  Callers use fs_sync / fs_sync_locked (fs.h).
+	 */
+	void (*sync)(struct fs *fs, struct inode *n);
+	/* NULL, or give up n's data before the node is freed (fs.c). */
+	void (*node_free)(struct fs *fs, struct inode *n);
 };
 
 #endif

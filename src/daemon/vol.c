@@ -103,6 +103,7 @@ int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 		}
 	}
 	pthread_rwlock_wrlock(&n->lock);
+	fs_sync_locked(fs, n);
 	if (past_eof_units(n, r, nr) > VOL_UNITS_PAST_EOF) {
 		pthread_rwlock_unlock(&n->lock);
 		atomic_fetch_add(&fs->mem.enospc_total, 1);
@@ -205,6 +206,7 @@ int vol_unmark_each(struct fs *fs, struct inode *n, const struct vrange *r_in, s
 		}
 	}
 	pthread_rwlock_wrlock(&n->lock);
+	fs_sync_locked(fs, n);
 	for (size_t i = 0; i < nr; i++) {
 		uint64_t start, end, limit = (n->size + PG - 1) / PG;
 		uint64_t bstart = r[i].offset;
@@ -243,6 +245,7 @@ int vol_purged(struct fs *fs, struct inode *n, uint64_t offset, uint64_t length,
 
 	if (ret)
 		return ret;
+	fs_sync(fs, n);
 	pthread_rwlock_rdlock(&n->lock);
 	*count = extset_count_in(&n->purged, offset, end);
 	for (e = extset_first_from(&n->purged, offset); e && e->start < end && i < max;
@@ -279,6 +282,7 @@ bool vol_has_purged(struct fs *fs, struct inode *n)
 	(void)fs;
 	if (!S_ISREG(n->mode))
 		return false;
+	fs_sync(fs, n);
 	pthread_rwlock_rdlock(&n->lock);
 	has = !extset_empty(&n->purged);
 	pthread_rwlock_unlock(&n->lock);
@@ -292,6 +296,7 @@ int vol_format_ranges(struct fs *fs, struct inode *n, struct strbuf *b)
 
 	if (ret)
 		return ret;
+	fs_sync(fs, n);
 	pthread_rwlock_rdlock(&n->lock);
 	for (struct unit *u = units_first_from(&n->units, 0); u && !ret;
 	     u = units_next(&n->units, u)) {
@@ -317,6 +322,7 @@ int vol_format_purged(struct fs *fs, struct inode *n, struct strbuf *b)
 
 	if (ret)
 		return ret;
+	fs_sync(fs, n);
 	pthread_rwlock_rdlock(&n->lock);
 	for (const struct extent *e = extset_first_from(&n->purged, 0); e && !ret;
 	     e = extset_next(&n->purged, e))
@@ -346,7 +352,8 @@ int vol_format_stats(struct fs *fs, struct strbuf *b)
 		"files=%" PRIu64 "\n"
 		"enospc_total=%" PRIu64 "\n",
 		atomic_load(&fs->mem.limit), atomic_load(&fs->mem.low),
-		mem_rss_kernel(&fs->mem), arena_pages(&fs->arena) * PG,
+		mem_rss_kernel(&fs->mem),
+		arena_pages(&fs->arena) * PG + atomic_load(&fs->mem.shared),
 		atomic_load(&fs->lru.resident) * PG, atomic_load(&fs->purged_bytes_total),
 		atomic_load(&fs->purges_total), units, itable_count(&fs->itable),
 		atomic_load(&fs->mem.enospc_total));
@@ -361,6 +368,10 @@ int vol_format_stats(struct fs *fs, struct strbuf *b)
 			atomic_load(&fs->pressure_purges_total),
 			atomic_load(&fs->pressure_bytes_total), names);
 	}
+	/* The data path (SPEC section 11). */
+	if (!ret)
+		ret = strbuf_printf(b, "passthrough=%s\nshared_bytes=%" PRIu64 "\n",
+				    fs->passthrough ? "on" : "off", shm_used(&fs->shm));
 	/* Cache directories with auto=unlink add their counter (SPEC section 8). */
 	if (!ret && atomic_load(&fs->auto_unlink_seen))
 		ret = strbuf_printf(b, "files_unlinked_total=%" PRIu64 "\n",

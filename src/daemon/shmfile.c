@@ -1,0 +1,553 @@
+/*
+ * shmfile.c - the shared-memory store; see shmfile.h.
+ */
+#include "shmfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "fs.h"
+#include "meta.h"
+
+#define PG ARENA_PAGE_SIZE
+
+/* ------------------------------------------------------------------ */
+/* The private tmpfs. */
+
+static void cap_string(uint64_t cap, char *buf, size_t len)
+{
+	uint64_t pages = cap / PG + (cap % PG != 0);
+
+	snprintf(buf, len, "%" PRIu64, (pages ? pages : 1) * PG);
+}
+
+int shm_setup(struct shm *s, uint64_t cap)
+{
+	char size[32];
+	int fc, mnt, ret;
+
+	s->root = s->mnt = -1;
+	fc = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fc < 0)
+		return -errno;
+	cap_string(cap, size, sizeof(size));
+	if (fsconfig(fc, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+	    fsconfig(fc, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+	    fsconfig(fc, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		ret = -errno;
+		close(fc);
+		return ret;
+	}
+	mnt = fsmount(fc, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
+	ret = mnt < 0 ? -errno : 0;
+	close(fc);
+	if (ret)
+		return ret;
+	s->mnt = s->root = mnt; /* the mount's fd is its root directory */
+	atomic_store(&s->cap, cap);
+	return 0;
+}
+
+void shm_teardown(struct shm *s)
+{
+	if (s->mnt >= 0)
+		close(s->mnt); /* the last reference: the tmpfs and its files go */
+	s->mnt = s->root = -1;
+}
+
+int shm_set_cap(struct shm *s, uint64_t cap)
+{
+	char size[32];
+	int fc, ret = 0;
+
+	if (s->mnt < 0)
+		return -ENODEV;
+	fc = fspick(s->mnt, "", FSPICK_EMPTY_PATH | FSPICK_CLOEXEC);
+	if (fc < 0)
+		return -errno;
+	cap_string(cap, size, sizeof(size));
+	if (fsconfig(fc, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+	    fsconfig(fc, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
+		ret = -errno;
+	else
+		atomic_store(&s->cap, cap);
+	close(fc);
+	return ret;
+}
+
+uint64_t shm_used(const struct shm *s)
+{
+	struct statfs sf;
+
+	if (s->mnt < 0 || fstatfs(s->mnt, &sf) < 0)
+		return 0;
+	return (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+}
+
+/* ------------------------------------------------------------------ */
+/* Backing files. */
+
+static void name_of(const struct inode *n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%" PRIx64, n->ino);
+}
+
+int shm_backing_open(struct fs *fs, struct inode *n, bool create)
+{
+	char name[24];
+	struct stat st;
+	int fd;
+
+	name_of(n, name, sizeof(name));
+	fd = openat(fs->shm.root, name, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+	if (fd < 0)
+		return -errno;
+	/* A file that had a size before its data needed a home. */
+	if (create && fstat(fd, &st) == 0 && (uint64_t)st.st_size < n->size &&
+	    ftruncate(fd, (off_t)n->size) < 0) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* count pages left the map: their charge goes. */
+static void held_sub(struct fs *fs, uint64_t count)
+{
+	atomic_fetch_sub(&fs->mem.shared, count * PG);
+	mem_unreserve(&fs->mem, count * PG);
+}
+
+/* Uncharge the pages [first, last] of n's map and forget them (no page to free). */
+static void count_page(void *page, void *ctx)
+{
+	(void)page;
+	(*(uint64_t *)ctx)++;
+}
+
+static void map_drop(struct fs *fs, struct inode *n, uint64_t first, uint64_t last)
+{
+	uint64_t count = 0;
+
+	if (first > last)
+		return;
+	units_pages_dropping(&fs->lru, &n->units, &n->pages, first, last);
+	pagemap_remove_range(&n->pages, first, last, count_page, &count);
+	held_sub(fs, count);
+}
+
+static int punch(int fd, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return 0;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+		return -errno;
+	return 0;
+}
+
+static bool page_is_zero(int fd, uint64_t idx)
+{
+	uint64_t buf[PG / sizeof(uint64_t)];
+	ssize_t got = pread(fd, buf, sizeof(buf), (off_t)(idx * PG));
+
+	for (ssize_t i = 0; i < got / (ssize_t)sizeof(buf[0]); i++)
+		if (buf[i])
+			return false;
+	return got >= 0;
+}
+
+/* The first page in [from, last] the map holds, or last + 1. */
+static uint64_t next_held(const struct inode *n, uint64_t from, uint64_t last)
+{
+	uint64_t held;
+	uintptr_t e;
+
+	if (!pagemap_next(&n->pages, from, true, &held, &e) || held > last)
+		return last + 1;
+	return held;
+}
+
+/*
+ * A page of the backing file that the map does not know: written (or,
+ * after a purge, faulted in) by someone the daemon did not see.
+ */
+static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uintptr_t old)
+{
+	bool was;
+
+	if (extset_intersects(&n->purged, idx * PG, (idx + 1) * PG)) {
+		/* A load through a mapping of a punched hole brings back
+		 * zeros: still purged, and punched again. */
+		if (page_is_zero(fd, idx)) {
+			(void)punch(fd, idx * PG, PG);
+			return;
+		}
+		was = meta_unlimited(true); /* bounded: meta.h, shm sync */
+		(void)extset_remove(&n->purged, idx * PG, (idx + 1) * PG);
+		meta_unlimited(was);
+	}
+	was = meta_unlimited(true);
+	if (pagemap_set(&n->pages, idx, SHM_HELD | PM_TAGS(old), NULL) == 0) {
+		mem_charge(&fs->mem, PG); /* the kernel let the writer allocate it */
+		atomic_fetch_add(&fs->mem.shared, PG);
+		units_page_added(&fs->lru, &n->units, idx, true);
+	}
+	meta_unlimited(was);
+}
+
+static void shm_sync(struct fs *fs, struct inode *n)
+{
+	struct stat st;
+	uint64_t size, off = 0;
+	int fd = shm_backing_open(fs, n, false);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0)
+		goto out;
+	size = (uint64_t)st.st_size;
+	n->size = size; /* only the daemon shrinks it, and it keeps both alike */
+	if (st.st_mtim.tv_sec != n->shm_mtime.tv_sec || st.st_mtim.tv_nsec != n->shm_mtime.tv_nsec) {
+		if (n->shm_mtime.tv_sec || n->shm_mtime.tv_nsec)
+			n->mtime = n->ctime = st.st_mtim; /* a writer the daemon did not see */
+		n->shm_mtime = st.st_mtim;
+	}
+	/* Nothing allocated behind the map's back: the usual case. */
+	if ((uint64_t)st.st_blocks == n->pages.npages * (PG / 512))
+		goto out;
+	while (off < size) {
+		off_t d = lseek(fd, (off_t)off, SEEK_DATA), h;
+
+		if (d < 0)
+			break;
+		h = lseek(fd, d, SEEK_HOLE);
+		if (h < 0 || (uint64_t)h > size)
+			h = (off_t)size;
+		for (uint64_t i = (uint64_t)d / PG, last = ((uint64_t)h - 1) / PG; i <= last;) {
+			uint64_t held = next_held(n, i, last);
+
+			for (; i < held; i++)
+				page_found(fs, n, fd, i, pagemap_get(&n->pages, i));
+			i = held + 1;
+		}
+		off = (uint64_t)h;
+	}
+out:
+	close(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* The store's functions (store.h), each under the node's lock. */
+
+static _Thread_local char *read_buf;
+static _Thread_local size_t read_cap;
+
+static ssize_t shm_read_iov(struct fs *fs, struct inode *n, uint64_t off, size_t size,
+			    struct iovec *iov, size_t *niov)
+{
+	ssize_t got = 0;
+	int fd;
+
+	*niov = 0;
+	if (off >= n->size)
+		return 0;
+	if (size > n->size - off)
+		size = n->size - off;
+	if (fs->purged_eio && extset_intersects(&n->purged, off, off + size))
+		return -EIO;
+	if (size > read_cap) {
+		char *p = realloc(read_buf, size);
+
+		if (!p)
+			return -ENOMEM;
+		read_buf = p;
+		read_cap = size;
+	}
+	fd = shm_backing_open(fs, n, false);
+	if (fd >= 0) {
+		got = pread(fd, read_buf, size, (off_t)off);
+		close(fd);
+		if (got < 0)
+			return -errno;
+	}
+	memset(read_buf + got, 0, size - (size_t)got); /* past the backing file's end */
+	iov[0] = (struct iovec){ .iov_base = read_buf, .iov_len = size };
+	*niov = 1;
+	units_touch(&fs->lru, &n->units, off / PG, (off + size - 1) / PG + 1);
+	return (ssize_t)size;
+}
+
+/* Pages of [first, last] the map lacks become held, paid from r (file.h). */
+static void map_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t last, bool used,
+		     struct file_resv *r)
+{
+	uint64_t i = first;
+
+	meta_credit_begin(r->meta);
+	while (i <= last) {
+		uint64_t held = next_held(n, i, last);
+
+		for (; i < held; i++) {
+			uintptr_t old = pagemap_get(&n->pages, i);
+
+			/* Page-map nodes come from r's credit (file_reserve_locked
+			 * bounds them); without memory for one the page stays
+			 * out of the map, and the next sync finds it. */
+			if (pagemap_set(&n->pages, i, SHM_HELD | PM_TAGS(old), NULL) < 0)
+				continue;
+			if (r->pages)
+				r->pages--; /* the reservation becomes the page's charge */
+			else
+				mem_charge(&fs->mem, PG);
+			atomic_fetch_add(&fs->mem.shared, PG);
+			units_page_added(&fs->lru, &n->units, i, used);
+		}
+		i = held + 1;
+	}
+	r->meta = meta_credit_end();
+}
+
+static ssize_t shm_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf,
+			 size_t size)
+{
+	struct unit *spare = NULL;
+	struct file_resv r;
+	uint64_t first, last;
+	size_t done = 0;
+	int fd, ret;
+
+	if (size == 0)
+		return 0;
+	if (off > FILE_MAX_SIZE || size > FILE_MAX_SIZE - off)
+		return -EFBIG;
+	shm_sync(fs, n);
+	first = off / PG;
+	last = (off + size - 1) / PG;
+	ret = file_reserve_locked(fs, n, first, last, &r);
+	if (ret < 0)
+		return ret;
+	if (extset_intersects(&n->purged, off, off + size)) {
+		uint64_t ext = meta_cost(sizeof(struct extent));
+
+		ret = mem_reserve(&fs->mem, ext);
+		if (ret < 0)
+			goto out;
+		r.meta += ext;
+	}
+	if (fs->write_unmark && n->units.count) {
+		spare = unit_alloc();
+		if (!spare) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	fd = shm_backing_open(fs, n, true);
+	if (fd < 0) {
+		ret = fd;
+		goto out;
+	}
+	while (done < size) {
+		ssize_t w = pwrite(fd, buf + done, size - done, (off_t)(off + done));
+
+		if (w <= 0) {
+			ret = w < 0 ? -errno : -EIO;
+			break;
+		}
+		done += (size_t)w;
+	}
+	close(fd);
+	if (done)
+		map_fill(fs, n, first, (off + done - 1) / PG, !spare, &r);
+	if (ret < 0 && !done)
+		goto out;
+	meta_credit_begin(r.meta);
+	(void)extset_remove(&n->purged, off, off + done);
+	r.meta = meta_credit_end();
+	if (spare)
+		units_unmark(&fs->lru, &n->units, &n->pages, first, (off + done - 1) / PG + 1, 0,
+			     &spare);
+	if (off + done > n->size)
+		n->size = off + done;
+	units_touch(&fs->lru, &n->units, first, (off + done - 1) / PG + 1);
+	ret = 0;
+out:
+	unit_free(spare);
+	file_resv_release(fs, &r);
+	return ret < 0 ? ret : (ssize_t)done;
+}
+
+static int shm_truncate(struct fs *fs, struct inode *n, uint64_t size)
+{
+	uint64_t keep = (size + PG - 1) / PG;
+	int fd;
+
+	if (size > FILE_MAX_SIZE)
+		return -EFBIG;
+	shm_sync(fs, n);
+	fd = shm_backing_open(fs, n, false);
+	if (fd >= 0) {
+		int ret = ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+
+		close(fd);
+		if (ret)
+			return ret;
+	} else if (fd != -ENOENT) {
+		return fd;
+	}
+	if (size < n->size) {
+		map_drop(fs, n, keep, PM_MAX_INDEX);
+		extset_remove(&n->purged, size, UINT64_MAX);
+		units_truncate(&fs->lru, &n->units, keep);
+	}
+	n->size = size;
+	return 0;
+}
+
+static int shm_punch(struct fs *fs, struct inode *n, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len, first = (off + PG - 1) / PG, last_excl = end / PG;
+	int fd, ret = extset_remove(&n->purged, off, end);
+
+	if (ret)
+		return ret;
+	fd = shm_backing_open(fs, n, false);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	ret = punch(fd, off, len);
+	close(fd);
+	if (ret)
+		return ret;
+	if (first < last_excl)
+		map_drop(fs, n, first, last_excl - 1);
+	return 0;
+}
+
+static int shm_falloc_begin(struct fs *fs, struct inode *n, int mode, uint64_t off,
+			    uint64_t len, struct file_falloc *fa)
+{
+	int ret;
+
+	memset(fa, 0, sizeof(*fa));
+	if (len == 0)
+		return -EINVAL;
+	if (off > FILE_MAX_SIZE || len > FILE_MAX_SIZE - off)
+		return -EFBIG;
+	shm_sync(fs, n);
+	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
+		ret = shm_punch(fs, n, off, len);
+		return ret < 0 ? ret : 1;
+	}
+	if (mode != 0 && mode != FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	fa->first = fa->pos = off / PG;
+	fa->last = (off + len - 1) / PG;
+	fa->end = off + len;
+	fa->keep_size = mode & FALLOC_FL_KEEP_SIZE;
+	if (fa->last > PM_MAX_INDEX)
+		return -EFBIG;
+	ret = file_reserve_locked(fs, n, fa->first, fa->last, &fa->resv);
+	return ret < 0 ? ret : 0;
+}
+
+static int shm_falloc_step(struct fs *fs, struct inode *n, struct file_falloc *fa)
+{
+	uint64_t stop = fa->last - fa->pos < FILE_FALLOC_BATCH ? fa->last
+							       : fa->pos + FILE_FALLOC_BATCH - 1;
+	uint64_t from = fa->pos * PG, to = (stop + 1) * PG < fa->end ? (stop + 1) * PG : fa->end;
+	uint64_t missing = stop - fa->pos + 1 - pagemap_count(&n->pages, fa->pos, stop);
+	int fd, ret;
+
+	if (missing > fa->resv.pages) {
+		/* Pages went while the lock was dropped (file.c's case). */
+		struct file_resv more;
+
+		ret = file_reserve_locked(fs, n, fa->pos, stop, &more);
+		if (ret < 0)
+			return ret;
+		fa->resv.pages += more.pages;
+		fa->resv.meta += more.meta;
+	}
+	fd = shm_backing_open(fs, n, true);
+	if (fd < 0)
+		return fd;
+	ret = fallocate(fd, fa->keep_size ? FALLOC_FL_KEEP_SIZE : 0, (off_t)from,
+			(off_t)(to - from)) < 0 ? -errno : 0;
+	close(fd);
+	if (ret)
+		return ret;
+	map_fill(fs, n, fa->pos, stop, false, &fa->resv);
+	if (stop < fa->last) {
+		fa->pos = stop + 1;
+		return 0;
+	}
+	if (!fa->keep_size && fa->end > n->size)
+		n->size = fa->end;
+	return 1;
+}
+
+static uint64_t shm_pages_held(struct inode *n, uint64_t first, uint64_t last)
+{
+	return first > last ? 0 : pagemap_count(&n->pages, first, last);
+}
+
+static void shm_free_range(struct fs *fs, struct inode *n, uint64_t first, uint64_t last)
+{
+	uint64_t count = 0, end_page = n->size / PG + 1;
+	int fd = shm_backing_open(fs, n, false);
+
+	if (fd >= 0) {
+		uint64_t stop = last < end_page ? last : end_page;
+
+		if (first <= stop)
+			(void)punch(fd, first * PG, (stop - first + 1) * PG);
+		close(fd);
+	}
+	pagemap_remove_range(&n->pages, first, last, count_page, &count);
+	held_sub(fs, count);
+}
+
+static uint64_t shm_bytes_held(struct inode *n)
+{
+	return n->pages.npages * PG;
+}
+
+static void shm_node_free(struct fs *fs, struct inode *n)
+{
+	char name[24];
+	uint64_t count = 0;
+
+	name_of(n, name, sizeof(name));
+	(void)unlinkat(fs->shm.root, name, 0);
+	pagemap_remove_range(&n->pages, 0, PM_MAX_INDEX, count_page, &count);
+	held_sub(fs, count);
+}
+
+const struct store_ops shm_store = {
+	.read_iov = shm_read_iov,
+	.write = shm_write,
+	.pages_needed = file_pages_needed_locked,
+	.truncate = shm_truncate,
+	.falloc_begin = shm_falloc_begin,
+	.falloc_step = shm_falloc_step,
+	.resv_release = file_resv_release,
+	.seek = file_seek_locked,
+	.pages_held = shm_pages_held,
+	.free_range = shm_free_range,
+	.bytes_held = shm_bytes_held,
+	.sync = shm_sync,
+	.node_free = shm_node_free,
+};
