@@ -73,8 +73,7 @@ int fs_shm_setup(struct fs *fs, uint64_t cap)
 void fs_shm_recap(struct fs *fs)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit), rss = mem_rss_kernel(&fs->mem);
-	uint64_t slack = limit / 100 > (4u << 20) ? limit / 100 : (4u << 20);
-	uint64_t cap = limit + slack > rss ? limit + slack - rss : 0, used, cur;
+	uint64_t cap = limit > rss ? limit - rss : 0, used, cur;
 
 	if (fs->shm.mnt < 0)
 		return;

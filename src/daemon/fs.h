@@ -208,8 +208,8 @@ void fs_use_shm_store(struct fs *fs);
  */
 void fs_sync(struct fs *fs, struct inode *n);
 /*
- * Set the shared-memory tmpfs's size to what the limit (plus the SPEC
- * section 3 allowance, max(1%, 4 MiB)) leaves beside the daemon's RSS,
+ * Set the shared-memory tmpfs's size to what the limit leaves beside
+ * the daemon's RSS (metadata keeps its MEM_META_SLACK above the limit),
  * never below what it holds: writers the daemon does not see get
  * ENOSPC from the kernel there.
  */
@@ -326,6 +326,14 @@ void fs_release_file(struct fs *fs, struct ofile *of);
  */
 int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd));
 int32_t fs_backing_put(struct fs *fs, struct ofile *of);
+/*
+ * Must a writable passthrough open of n send its writes through the
+ * daemon?  Yes while a write could need a purge first or change what
+ * the volatile layer records: the mount holds volatile units, n has
+ * purged bytes, or write_policy=unmark (SPEC sections 3, 4, 11).
+ * Otherwise the kernel writes the backing file itself.
+ */
+bool fs_writes_seen(struct fs *fs, struct inode *n);
 
 /*
  * poll: keep ph (when not NULL) as the file's waiter, returning the one

@@ -50,6 +50,9 @@ int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, stru
 	else if (v & (FS_SET_MODE | FS_SET_UID | FS_SET_GID | FS_SET_ATIME | FS_SET_MTIME |
 		      FS_SET_ATIME_NOW | FS_SET_MTIME_NOW))
 		stamp_locked(n, T_C);
+	if (S_ISREG(n->mode) && fs->store->set_times &&
+	    (v & (FS_SET_ATIME | FS_SET_MTIME | FS_SET_ATIME_NOW | FS_SET_MTIME_NOW | FS_SET_SIZE)))
+		fs->store->set_times(fs, n);
 	inode_stat_locked(n, st);
 out_unlock:
 	pthread_rwlock_unlock(&n->lock);

@@ -260,6 +260,18 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
 	return id;
 }
 
+bool fs_writes_seen(struct fs *fs, struct inode *n)
+{
+	bool seen;
+
+	if (fs->write_unmark || atomic_load(&fs->lru.units) > 0)
+		return true;
+	pthread_rwlock_rdlock(&n->lock);
+	seen = !extset_empty(&n->purged);
+	pthread_rwlock_unlock(&n->lock);
+	return seen;
+}
+
 int32_t fs_backing_put(struct fs *fs, struct ofile *of)
 {
 	struct inode *n = of->inode;

@@ -101,10 +101,10 @@ struct inode {
 			bool purge_unlinked;
 			uint64_t inval_seq;   /* the notifier's sequence of the last purge */
 			/* The shared-memory store (shmfile.h), under lock:
-			 * the backing file's mtime at the last sync, the
+			 * the backing file's times at the last sync, the
 			 * backing id registered while passthrough opens
 			 * exist (0: none) and their count. */
-			struct timespec shm_mtime;
+			struct timespec shm_atime, shm_mtime;
 			int32_t backing_id;
 			uint32_t pt_opens;
 			/* What the kernel is yet to be told (notify.h): set

@@ -239,6 +239,16 @@ int main(int argc, char *argv[])
 	}
 	if (fuse_parse_cmdline(&args, &copts) != 0)
 		goto out_args;
+	/* The default data path from the environment (the test suite runs
+	 * every mount test on both paths this way; volatilefs(8)). */
+	if (!o.passthrough_set && getenv("VOLATILEFS_PASSTHROUGH")) {
+		o.passthrough = opts_parse_passthrough(getenv("VOLATILEFS_PASSTHROUGH"));
+		if (o.passthrough < 0) {
+			fprintf(stderr, "volatilefs: VOLATILEFS_PASSTHROUGH=%s: must be auto, on or off\n",
+				getenv("VOLATILEFS_PASSTHROUGH"));
+			goto out_opts;
+		}
+	}
 	if (copts.show_help) {
 		usage(argv[0]);
 		fuse_cmdline_help();

@@ -262,6 +262,9 @@ static int32_t passthrough_open(struct fs *fs, struct ofile *of, struct fuse_fil
 	id = fs_backing_get(fs, of, fuseio_backing_open);
 	if (id > 0) {
 		fi->keep_cache = 0;
+		/* Writes the daemon must see go through it (FOPEN_DIRECT_IO
+		 * overrides passthrough for read and write, not for mmap). */
+		fi->direct_io = (of->flags & O_ACCMODE) != O_RDONLY && fs_writes_seen(fs, of->inode);
 		return id;
 	}
 	fuse_log(FUSE_LOG_ERR, "volatilefs: passthrough open refused (%s); served by the daemon\n",

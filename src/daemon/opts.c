@@ -45,6 +45,17 @@ int opts_parse_id(const char *s, uint32_t *out)
 	return 0;
 }
 
+int opts_parse_passthrough(const char *s)
+{
+	if (strcmp(s, "auto") == 0)
+		return OPTS_PT_AUTO;
+	if (strcmp(s, "on") == 0)
+		return OPTS_PT_ON;
+	if (strcmp(s, "off") == 0)
+		return OPTS_PT_OFF;
+	return -EINVAL;
+}
+
 struct raw_opts {
 	char *memory_limit, *memory_low, *mode, *uid, *gid, *purged_read, *write_policy, *auto_;
 	char *pressure, *pressure_headroom, *passthrough;
@@ -218,13 +229,9 @@ int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
 		}
 	}
 	if (raw.passthrough) {
-		if (strcmp(raw.passthrough, "auto") == 0) {
-			o->passthrough = OPTS_PT_AUTO;
-		} else if (strcmp(raw.passthrough, "on") == 0) {
-			o->passthrough = OPTS_PT_ON;
-		} else if (strcmp(raw.passthrough, "off") == 0) {
-			o->passthrough = OPTS_PT_OFF;
-		} else {
+		o->passthrough = opts_parse_passthrough(raw.passthrough);
+		o->passthrough_set = true;
+		if (o->passthrough < 0) {
 			snprintf(err, errlen, "passthrough=%s: must be auto, on or off",
 				 raw.passthrough);
 			ret = -EINVAL;

@@ -32,15 +32,19 @@ struct opts {
 	int auto_mode;         /* auto=off|mark|unlink of the root (0 = off) */
 	bool pressure_off;     /* pressure=off (default on) */
 	uint64_t pressure_headroom; /* 0: not given */
-	int passthrough;       /* OPTS_PT_*: passthrough=auto (default), on, off */
+	int passthrough;       /* OPTS_PT_*: passthrough=auto, on, off (default) */
+	bool passthrough_set;  /* given */
 };
 
-#define OPTS_PT_AUTO 0
-#define OPTS_PT_ON   1
-#define OPTS_PT_OFF  2
+/* off is the default for now: see volatilefs(8), PASSTHROUGH. */
+#define OPTS_PT_OFF  0
+#define OPTS_PT_AUTO 1
+#define OPTS_PT_ON   2
 
 /* Octal permission bits, at most 07777.  Zero or -EINVAL. */
 int opts_parse_mode(const char *s, mode_t *out);
+/* auto, on, off: OPTS_PT_*, or -EINVAL. */
+int opts_parse_passthrough(const char *s);
 /* A decimal id below (uid_t)-1.  Zero or -EINVAL. */
 int opts_parse_id(const char *s, uint32_t *out);
 

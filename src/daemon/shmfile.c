@@ -97,6 +97,23 @@ uint64_t shm_used(const struct shm *s)
 /* ------------------------------------------------------------------ */
 /* Backing files. */
 
+static bool ts_eq(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* Give the backing file fd n's times, and remember them as seen. */
+static void times_to_backing(struct inode *n, int fd)
+{
+	struct timespec ts[2] = { n->atime, n->mtime };
+
+	if (futimens(fd, ts) == 0) {
+		n->shm_atime = n->atime;
+		n->shm_mtime = n->mtime;
+	}
+}
+
+
 static void name_of(const struct inode *n, char *buf, size_t len)
 {
 	snprintf(buf, len, "%" PRIx64, n->ino);
@@ -109,9 +126,14 @@ int shm_backing_open(struct fs *fs, struct inode *n, bool create)
 	int fd;
 
 	name_of(n, name, sizeof(name));
-	fd = openat(fs->shm.root, name, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+	fd = openat(fs->shm.root, name, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0),
+		    0600);
+	if (fd < 0 && create && errno == EEXIST)
+		return shm_backing_open(fs, n, false);
 	if (fd < 0)
 		return -errno;
+	if (create)
+		times_to_backing(n, fd); /* new: it starts with the node's times */
 	/* A file that had a size before its data needed a home. */
 	if (create && fstat(fd, &st) == 0 && (uint64_t)st.st_size < n->size &&
 	    ftruncate(fd, (off_t)n->size) < 0) {
@@ -157,15 +179,28 @@ static int punch(int fd, uint64_t off, uint64_t len)
 	return 0;
 }
 
-static bool page_is_zero(int fd, uint64_t idx)
+/*
+ * The bytes [*lo, *hi) of page idx from its first non-zero byte to its
+ * last: what a writer the daemon did not see put there, as near as the
+ * bytes tell (a zero written reads as a purged byte reads).  False when
+ * the page is all zeros.
+ */
+static bool page_written_span(int fd, uint64_t idx, uint64_t *lo, uint64_t *hi)
 {
-	uint64_t buf[PG / sizeof(uint64_t)];
-	ssize_t got = pread(fd, buf, sizeof(buf), (off_t)(idx * PG));
+	unsigned char buf[PG];
+	ssize_t got = pread(fd, buf, sizeof(buf), (off_t)(idx * PG)), a = 0, b;
 
-	for (ssize_t i = 0; i < got / (ssize_t)sizeof(buf[0]); i++)
-		if (buf[i])
-			return false;
-	return got >= 0;
+	if (got <= 0)
+		return false;
+	while (a < got && !buf[a])
+		a++;
+	if (a == got)
+		return false;
+	for (b = got; !buf[b - 1]; b--)
+		;
+	*lo = idx * PG + (uint64_t)a;
+	*hi = idx * PG + (uint64_t)b;
+	return true;
 }
 
 /* The first page in [from, last] the map holds, or last + 1. */
@@ -185,17 +220,18 @@ static uint64_t next_held(const struct inode *n, uint64_t from, uint64_t last)
  */
 static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uintptr_t old)
 {
+	uint64_t lo, hi;
 	bool was;
 
 	if (extset_intersects(&n->purged, idx * PG, (idx + 1) * PG)) {
 		/* A load through a mapping of a punched hole brings back
 		 * zeros: still purged, and punched again. */
-		if (page_is_zero(fd, idx)) {
+		if (!page_written_span(fd, idx, &lo, &hi)) {
 			(void)punch(fd, idx * PG, PG);
 			return;
 		}
 		was = meta_unlimited(true); /* bounded: meta.h, shm sync */
-		(void)extset_remove(&n->purged, idx * PG, (idx + 1) * PG);
+		(void)extset_remove(&n->purged, lo, hi);
 		meta_unlimited(was);
 	}
 	was = meta_unlimited(true);
@@ -205,6 +241,16 @@ static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uin
 		units_page_added(&fs->lru, &n->units, idx, true);
 	}
 	meta_unlimited(was);
+}
+
+static void shm_set_times(struct fs *fs, struct inode *n)
+{
+	int fd = shm_backing_open(fs, n, false);
+
+	if (fd >= 0) {
+		times_to_backing(n, fd);
+		close(fd);
+	}
 }
 
 static void shm_sync(struct fs *fs, struct inode *n)
@@ -219,10 +265,15 @@ static void shm_sync(struct fs *fs, struct inode *n)
 		goto out;
 	size = (uint64_t)st.st_size;
 	n->size = size; /* only the daemon shrinks it, and it keeps both alike */
-	if (st.st_mtim.tv_sec != n->shm_mtime.tv_sec || st.st_mtim.tv_nsec != n->shm_mtime.tv_nsec) {
-		if (n->shm_mtime.tv_sec || n->shm_mtime.tv_nsec)
-			n->mtime = n->ctime = st.st_mtim; /* a writer the daemon did not see */
+	/* Times the kernel moved for readers and writers the daemon did not
+	 * see (the backing file's, which shm_set_times keeps alike). */
+	if (!ts_eq(&st.st_mtim, &n->shm_mtime)) {
+		n->mtime = n->ctime = st.st_mtim;
 		n->shm_mtime = st.st_mtim;
+	}
+	if (!ts_eq(&st.st_atim, &n->shm_atime)) {
+		n->atime = st.st_atim;
+		n->shm_atime = st.st_atim;
 	}
 	/* Nothing allocated behind the map's back: the usual case. */
 	if ((uint64_t)st.st_blocks == n->pages.npages * (PG / 512))
@@ -549,5 +600,6 @@ const struct store_ops shm_store = {
 	.free_range = shm_free_range,
 	.bytes_held = shm_bytes_held,
 	.sync = shm_sync,
+	.set_times = shm_set_times,
 	.node_free = shm_node_free,
 };

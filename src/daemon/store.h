@@ -73,6 +73,8 @@ struct store_ops {
 	 * locked for writing.  Callers use fs_sync / fs_sync_locked (fs.h).
 	 */
 	void (*sync)(struct fs *fs, struct inode *n);
+	/* NULL, or n's atime and mtime changed by the daemon (setattr). */
+	void (*set_times)(struct fs *fs, struct inode *n);
 	/* NULL, or give up n's data before the node is freed (fs.c). */
 	void (*node_free)(struct fs *fs, struct inode *n);
 };
