@@ -67,13 +67,16 @@ int fs_shm_setup(struct fs *fs, uint64_t cap)
 		return ret;
 	fs->mem.shared_ctx = &fs->shm;
 	fs->mem.shared_used = shm_used_of;
+	fs_shm_recap(fs); /* what the limit leaves beside our RSS, from the start */
 	return 0;
 }
 
 void fs_shm_recap(struct fs *fs)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit), rss = mem_rss_kernel(&fs->mem);
-	uint64_t cap = limit > rss ? limit - rss : 0, used, cur;
+	/* Room stays for new names and nodes below the limit (fs_room). */
+	uint64_t keep = rss + MEM_RECONCILE_BYTES;
+	uint64_t cap = limit > keep ? limit - keep : 0, used, cur;
 
 	if (fs->shm.mnt < 0)
 		return;

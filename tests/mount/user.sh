@@ -47,7 +47,8 @@ as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 # The daemon may not read a binary under a private directory: copy it.
 cp "$daemon" "$base/volatilefs"
 chmod 0755 "$base/volatilefs"
-as_user "$base/volatilefs" -f "$mnt" > "$log" 2>&1 &
+# passthrough=auto: without CAP_SYS_ADMIN the classic path (SPEC section 11).
+as_user "$base/volatilefs" -f -o passthrough=auto "$mnt" > "$log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
 	grep -qs " $mnt fuse" /proc/mounts && break
@@ -65,6 +66,9 @@ as_user sh -c "echo hello > '$mnt/f'"
 [[ $(as_user cat "$mnt/f") == hello ]] || fail "file did not read back"
 [[ $(as_user stat -c %u "$mnt/f") == 65534 ]] || fail "file not owned by the user"
 ok "the user writes and reads a file"
+as_user getfattr --only-values -n user.volatile.stats "$mnt" | grep -qx passthrough=off ||
+	fail "a user's mount with passthrough=auto does not say passthrough=off"
+ok "passthrough=auto without CAP_SYS_ADMIN: the classic path (passthrough=off)"
 
 as_user fusermount3 -u "$mnt"
 status=0

@@ -1,0 +1,192 @@
+#!/bin/bash
+# passthrough.sh DAEMON - the passthrough data path (SPEC section 11).
+#
+# As root, mounted with -o passthrough=on:
+#   - negotiation: user.volatile.stats says passthrough=on; 64 MiB written
+#     and read back are intact, held in shared memory (shared_bytes), not in
+#     the daemon (its VmRSS grows by less than 16 MiB).  Should INIT lose the
+#     passthrough flag, every open logs "passthrough open refused" and
+#     with-mount fails on the daemon's output;
+#   - a purge is seen at once by an existing mapping (zeros, no invalidation
+#     round), and user.volatile.purged lists the file;
+#   - a byte span written through a mapping after the purge leaves the purged
+#     set, to the byte; a page only read through the mapping stays purged;
+#     a write(2) after the purge removes exactly its bytes;
+#   - the SPEC section 3 bound: with memory_limit=64M, memory held (daemon
+#     VmRSS + shared_bytes, sampled every 5 ms) never passes the limit +
+#     max(1%, 4 MiB) while (a) a cache directory is flooded with 256 MiB, (b)
+#     plain files are written until ENOSPC, (c) a process writes through a
+#     mapping into the holes of a 256 MiB sparse file until the kernel stops
+#     it (SIGBUS: the private tmpfs is full).
+# Then, unmounted: passthrough=on with purged_read=eio is refused at mount
+# time with exit status 1 and a message.  (A mount by a user, without
+# CAP_SYS_ADMIN, takes the classic path with passthrough=auto: user.sh.)
+
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+mib=$((1024 * 1024))
+
+if [[ ${1:-} != --mounted ]]; then
+	vfs_usage_check "$@"
+	need setfattr attr
+	need python3 python3
+	[[ $(id -u) == 0 ]] || { echo "$vfs_test: needs root (CAP_SYS_ADMIN); skipped" >&2; exit 77; }
+	daemon=$(daemon_path "$1")
+	# Refused at mount time: no mount appears, exit status 1, a message.
+	m=$(mktemp -d)
+	st=0
+	out=$(timeout 20 "$daemon" -f -o passthrough=on,purged_read=eio "$m" 2>&1) || st=$?
+	is_mounted "$m" && { fusermount3 -u "$m"; fail "passthrough=on,purged_read=eio mounted"; }
+	rmdir "$m"
+	eq "passthrough=on with purged_read=eio: exit status" "$st" 1
+	[[ $out == *"passthrough=on"*"purged_read=eio"* ]] ||
+		fail "passthrough=on with purged_read=eio: message '$out' names neither"
+	ok "passthrough=on with purged_read=eio is refused: $out"
+	bash "$vfs_dir/with-mount.sh" "$daemon" -o passthrough=on,memory_limit=256M -- \
+		bash "${BASH_SOURCE[0]}" --mounted data
+	bash "$vfs_dir/with-mount.sh" "$daemon" -o passthrough=on,memory_limit=64M -- \
+		bash "${BASH_SOURCE[0]}" --mounted bound
+	exit 0
+fi
+
+cd "$VFS_TEST_DIR"
+stat_of() { getfattr --only-values -n user.volatile.stats . | sed -n "s/^$1=//p"; }
+purged_of() { getfattr --only-values -n user.volatile.purged "$1" | tr '\n' ' '; }
+
+if [[ $2 == data ]]; then
+	eq "stats: passthrough" "$(stat_of passthrough)" on
+	rss0=$(daemon_rss_kib)
+	src=$(mktemp)
+	trap 'rm -f "$src"' EXIT
+	head -c $((64 * mib)) /dev/urandom > "$src"
+	dd if="$src" of=big bs=1M status=none
+	cmp "$src" big || fail "64 MiB read back differ from what was written"
+	rss1=$(daemon_rss_kib)
+	((rss1 - rss0 < 16384)) ||
+		fail "daemon VmRSS grew $((rss1 - rss0)) KiB holding 64 MiB: the data is in the daemon"
+	shared=$(stat_of shared_bytes)
+	((shared >= 64 * mib)) || fail "shared_bytes $shared, want >= 64 MiB"
+	ok "64 MiB intact, in shared memory ($shared bytes), daemon VmRSS +$((rss1 - rss0)) KiB"
+
+	# Purge seen by an existing mapping; spans written after it leave the set.
+	python3 - << 'EOF' || fail "mapping checks failed (above)"
+import mmap, os, sys
+def xset(p, n, v): os.setxattr(p, "user.volatile." + n, v.encode())
+def purged(p): return os.getxattr(p, "user.volatile.purged").decode()
+fd = os.open("m", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"A" * 65536)
+mm = mmap.mmap(fd, 65536, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+assert mm[:4] == b"AAAA"
+xset("m", "mark", "all")
+xset("m", "purge", "all")
+if mm[:65536] != bytes(65536):
+    sys.exit("after the purge the mapping does not read zeros")
+if purged("m") != "0:65536\n":
+    sys.exit("purged after the purge: %r" % purged("m"))
+print("passthrough: ok - a purge reads as zeros at once through an existing mapping")
+mm[8292:8302] = b"Z" * 10          # written through the mapping
+_ = mm[20000]                       # only read: a zero page comes back
+os.pwrite(fd, b"w" * 100, 50000)    # write(2) after the purge
+want = "0:8292\n8302:41698\n50100:15436\n"
+if purged("m") != want:
+    sys.exit("purged after writes: %r, want %r" % (purged("m"), want))
+if os.pread(fd, 10, 8292) != b"Z" * 10 or mm[50000:50100] != b"w" * 100:
+    sys.exit("written bytes do not read back")
+print("passthrough: ok - spans written through a mapping and write(2) leave the purged set to the byte; a page only read stays")
+mm.close()
+os.close(fd)
+EOF
+	exit 0
+fi
+
+# bound: memory held never passes limit + max(1%, 4 MiB).
+limit=$((64 * mib))
+allow=$((limit + 4 * mib + ${VFS_PASSTHROUGH_EXTRA_MB:-0} * mib))
+sampler()
+{
+	python3 - "$VFS_DAEMON_PID" "$VFS_TEST_DIR" "$1" << 'EOF'
+import os, sys, time
+pid, mnt, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+peak = 0
+first = True
+while first or not os.path.exists(stop):
+    rss = 0
+    with open("/proc/%s/status" % pid) as f:
+        for l in f:
+            if l.startswith("VmRSS:"):
+                rss = int(l.split()[1]) * 1024
+    st = os.getxattr(mnt, "user.volatile.stats").decode()
+    shared = int([l for l in st.split("\n") if l.startswith("shared_bytes=")][0].split("=")[1])
+    peak = max(peak, rss + shared)
+    if first:
+        open(stop + ".ready", "w").close()
+        first = False
+    time.sleep(0.005)
+print(peak)
+EOF
+}
+bound_case()
+{
+	local name=$1 peakf stop peak
+	shift
+	stop=$(mktemp -u)
+	peakf=$(mktemp)
+	sampler "$stop" > "$peakf" &
+	local sp=$!
+	for ((i = 0; i < 500; i++)); do [[ -e $stop.ready ]] && break; sleep 0.01; done
+	"$@" || true
+	touch "$stop"
+	wait "$sp"
+	peak=$(cat "$peakf")
+	rm -f "$stop" "$stop.ready" "$peakf"
+	((peak <= allow)) || fail "$name: memory held peaked at $peak bytes, over $allow"
+	ok "$name: memory held peaked at $((peak / 1024)) KiB, within $((allow / 1024)) KiB"
+}
+flood_cache()
+{
+	mkdir cache
+	setfattr -n user.volatile.auto -v mark cache
+	for ((i = 0; i < 64; i++)); do
+		dd if=/dev/zero of="cache/f$i" bs=1M count=4 status=none ||
+			fail "cache directory write $i failed: a write must purge first"
+	done
+	[[ $(stat_of purges_total) -gt 0 ]] || fail "256 MiB into a 64 MiB cache directory purged nothing"
+}
+fill_plain()
+{
+	rm -rf cache
+	# Freed once the kernel forgets the files (FORGET), soon after.
+	for ((i = 0; i < 500; i++)); do
+		(($(stat_of shared_bytes) < 8 * mib)) && break
+		sleep 0.01
+	done
+	for ((i = 0; i < 64; i++)); do
+		dd if=/dev/zero of="p$i" bs=1M count=4 status=none 2> /dev/null || return 0
+	done
+	fail "256 MiB of plain files fitted in a 64 MiB mount"
+}
+map_holes()
+{
+	rm -f p*
+	python3 - << 'EOF'
+import mmap, os, signal, subprocess, sys
+fd = os.open("sparse", os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fd, 256 << 20)
+pid = os.fork()
+if pid == 0:
+    mm = mmap.mmap(fd, 256 << 20, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    for off in range(0, 256 << 20, 4096):
+        mm[off] = 1
+    os._exit(0)
+_, st = os.waitpid(pid, 0)
+if not (os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGBUS):
+    sys.exit("writing 256 MiB through a mapping of a 64 MiB mount ended with status %d, not SIGBUS" % st)
+EOF
+}
+bound_case "cache directory flood" flood_cache
+bound_case "plain files until ENOSPC" fill_plain
+bound_case "mapping writes into holes" map_holes
+rm -f sparse p* big
+mount_answers
