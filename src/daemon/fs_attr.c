@@ -63,8 +63,13 @@ void fs_statfs(struct fs *fs, struct statvfs *sv)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit);
 	/* Free: the limit minus the non-volatile data held. */
-	uint64_t held = (arena_pages(&fs->arena) - atomic_load(&fs->lru.resident)) *
-			ARENA_PAGE_SIZE;
+	uint64_t data = arena_pages(&fs->arena) * ARENA_PAGE_SIZE;
+	uint64_t vol = atomic_load(&fs->lru.resident) * ARENA_PAGE_SIZE, held;
+
+	/* Shared memory: what the backing files hold, seen by the daemon or not. */
+	if (fs->passthrough)
+		data += shm_used(&fs->shm);
+	held = data > vol ? data - vol : 0;
 	uint64_t files = itable_count(&fs->itable);
 
 	memset(sv, 0, sizeof(*sv));

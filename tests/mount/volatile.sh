@@ -26,7 +26,7 @@
 #   truncation cuts purged bytes and bounded units (to the new size rounded up
 #   to a page; a unit wholly beyond goes, an unbounded one stays);
 #   PUNCH_HOLE removes the punched bytes; removexattr forgets the set;
-# - user.volatile.stats: exactly its ten key=value keys, and how they move
+# - user.volatile.stats: exactly its key=value keys, and how they move
 #   (units on mark/absorb/split, files, purges_total, purged_bytes_total,
 #   volatile_bytes and data_bytes on a purge, memory_low = 90% of the limit);
 # - statfs: f_blocks = limit, f_bsize 4096, f_bfree/f_bavail = limit minus
@@ -524,10 +524,11 @@ expect_fail "removexattr user.volatile.ranges gives No such attribute" "No such 
 # ------------------------------------------------------------------ stats
 
 keys=$(getfattr --absolute-names --only-values -n user.volatile.stats "$root")
-eq "stats: exactly the thirteen keys" "$(cut -d= -f1 <<< "$keys" | sort | tr '\n' ' ')" \
-	"data_bytes enospc_total files memory_limit memory_low pressure_bytes_total pressure_purges_total pressure_sources purged_bytes_total purges_total rss volatile_bytes volatile_units "
-eq "stats: every line but pressure_sources is key=decimal" \
-	"$(grep -v '^pressure_sources=' <<< "$keys" | grep -cvE '^[a-z_]+=[0-9]+$' || true)" 0
+eq "stats: exactly the fifteen keys" "$(cut -d= -f1 <<< "$keys" | sort | tr '\n' ' ')" \
+	"data_bytes enospc_total files memory_limit memory_low passthrough pressure_bytes_total pressure_purges_total pressure_sources purged_bytes_total purges_total rss shared_bytes volatile_bytes volatile_units "
+eq "stats: every line but pressure_sources and passthrough is key=decimal" \
+	"$(grep -vE '^(pressure_sources|passthrough)=' <<< "$keys" | grep -cvE '^[a-z_]+=[0-9]+$' || true)" 0
+eq "stats: passthrough is on or off" "$(grep -cE '^passthrough=(on|off)$' <<< "$keys")" 1
 eq "stats: pressure_sources is a list of known sources" \
 	"$(grep -cE '^pressure_sources=(none|(cgroup2|cgroup1|psi|meminfo)(,(cgroup1|psi|meminfo))*)$' <<< "$keys")" 1
 limit=$(st memory_limit)
