@@ -120,6 +120,37 @@ run_build() {
 	fi
 }
 
+# The mount tests that hold on the passthrough data path too (SPEC section 11), run a second
+# time in the normal build with VOLATILEFS_PASSTHROUGH=auto (every mount of theirs that does
+# not choose a path takes passthrough as root).  Only the normal build runs both paths: the
+# sanitizer builds run each test once, mount-passthrough among them, to keep the suite under
+# 50 minutes.  The classic-only tests measure the daemon's own RSS or rely on the daemon seeing
+# every read and write (rss, limit, enospc, volatile, vpolicy, evict, recency, concurrency,
+# pressure, libvol and the rest): volatilefs(8), BUGS.
+readonly PASSTHROUGH_TESTS=(mount-fsops mount-xattr mount-exit mount-stress mount-fio mount-user
+	mount-cachedir mount-mount8 mount-stress-purge mount-pressure-seam mount-hostile
+	mount-quickstart mount-readme mount-volatilectl mount-reporters mount-nohang mount-faults
+	cache-ccache cache-fontconfig cache-pycache)
+
+# run_passthrough DIR [MESON-TEST-ARGS]: PASSTHROUGH_TESTS again on the passthrough path.
+run_passthrough() {
+	local dir=$1 started=$SECONDS
+	shift
+	if [[ $# -gt 0 ]]; then
+		summary+=("passthrough: skipped (arguments select tests)")
+		return 0
+	fi
+	say "=== passthrough path: meson test ${PASSTHROUGH_TESTS[*]}"
+	if VOLATILEFS_PASSTHROUGH=auto meson test -C "$dir" --print-errorlogs --logbase passthrough \
+		"${PASSTHROUGH_TESTS[@]}"; then
+		summary+=("passthrough: passed in $((SECONDS - started))s: ${#PASSTHROUGH_TESTS[@]} mount tests")
+	else
+		summary+=("passthrough: TESTS FAILED in $((SECONDS - started))s"
+			"      full log: $dir/meson-logs/passthrough.txt")
+		failed=1
+	fi
+}
+
 main() {
 	local here root
 	here=$(dirname -- "$(readlink -f -- "${BASH_SOURCE[0]}")")
@@ -148,6 +179,7 @@ main() {
 	export CCACHE_DISABLE=1
 
 	run_build normal "$NORMAL_DIR" "$@" -- -Dtests=enabled -Dfiu=enabled -Db_sanitize=none
+	run_passthrough "$NORMAL_DIR" "$@"
 
 	if [[ ${VFS_TEST_SKIP_ASAN:-0} == 1 ]]; then
 		summary+=("asan+ubsan: skipped (VFS_TEST_SKIP_ASAN=1)")
@@ -178,7 +210,7 @@ main() {
 		# outside the arena reached 253 MB of a 256M limit in 1 of 4-6 runs
 		# (512M: the same once in 6).  The normal and ASan builds run it.
 		run_build tsan "$TSAN_DIR" --timeout-multiplier 3 \
-			unit-fs unit-vol unit-notify mount-libvol mount-reporters -- \
+			unit-fs unit-vol unit-notify mount-libvol mount-reporters mount-passthrough -- \
 			-Dtests=enabled -Db_sanitize=thread -Db_lundef=false
 	fi
 
