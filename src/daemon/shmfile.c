@@ -179,27 +179,15 @@ static int punch(int fd, uint64_t off, uint64_t len)
 	return 0;
 }
 
-/*
- * The bytes [*lo, *hi) of page idx from its first non-zero byte to its
- * last: what a writer the daemon did not see put there, as near as the
- * bytes tell (a zero written reads as a purged byte reads).  False when
- * the page is all zeros.
- */
-static bool page_written_span(int fd, uint64_t idx, uint64_t *lo, uint64_t *hi)
+/* Page idx of fd reads as zeros (or cannot be read). */
+static bool page_is_zero(int fd, uint64_t idx)
 {
-	unsigned char buf[PG];
-	ssize_t got = pread(fd, buf, sizeof(buf), (off_t)(idx * PG)), a = 0, b;
+	uint64_t buf[PG / sizeof(uint64_t)];
+	ssize_t got = pread(fd, buf, sizeof(buf), (off_t)(idx * PG));
 
-	if (got <= 0)
-		return false;
-	while (a < got && !buf[a])
-		a++;
-	if (a == got)
-		return false;
-	for (b = got; !buf[b - 1]; b--)
-		;
-	*lo = idx * PG + (uint64_t)a;
-	*hi = idx * PG + (uint64_t)b;
+	for (ssize_t i = 0; i < got / (ssize_t)sizeof(buf[0]); i++)
+		if (buf[i])
+			return false;
 	return true;
 }
 
@@ -220,18 +208,20 @@ static uint64_t next_held(const struct inode *n, uint64_t from, uint64_t last)
  */
 static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uintptr_t old)
 {
-	uint64_t lo, hi;
 	bool was;
 
 	if (extset_intersects(&n->purged, idx * PG, (idx + 1) * PG)) {
 		/* A load through a mapping of a punched hole brings back
-		 * zeros: still purged, and punched again. */
-		if (!page_written_span(fd, idx, &lo, &hi)) {
+		 * zeros: still purged, and punched again.  A page with data
+		 * was written, whole, as a mapping's write-back is on the
+		 * classic path (a page written with zeros only cannot be
+		 * told from one that was read). */
+		if (page_is_zero(fd, idx)) {
 			(void)punch(fd, idx * PG, PG);
 			return;
 		}
 		was = meta_unlimited(true); /* bounded: meta.h, shm sync */
-		(void)extset_remove(&n->purged, lo, hi);
+		(void)extset_remove(&n->purged, idx * PG, (idx + 1) * PG);
 		meta_unlimited(was);
 	}
 	was = meta_unlimited(true);

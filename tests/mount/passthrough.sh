@@ -9,9 +9,10 @@
 #     with-mount fails on the daemon's output;
 #   - a purge is seen at once by an existing mapping (zeros, no invalidation
 #     round), and user.volatile.purged lists the file;
-#   - a byte span written through a mapping after the purge leaves the purged
-#     set, to the byte; a page only read through the mapping stays purged;
-#     a write(2) after the purge removes exactly its bytes;
+#   - a page written through a mapping after the purge leaves the purged set
+#     (whole, as a write-back does on the classic path); a page only read
+#     through the mapping stays purged; a write(2) through an open made while
+#     the mount holds volatile units removes exactly its bytes;
 #   - the SPEC section 3 bound: with memory_limit=64M ($VFS_TEST_LIMIT_MB), memory held (daemon
 #     VmRSS + shared_bytes, sampled every 5 ms) never passes the limit +
 #     max(1%, 4 MiB) while (a) a cache directory is flooded with 4x the limit,
@@ -88,15 +89,17 @@ if mm[:65536] != bytes(65536):
 if purged("m") != "0:65536\n":
     sys.exit("purged after the purge: %r" % purged("m"))
 print("passthrough: ok - a purge reads as zeros at once through an existing mapping")
-mm[8292:8302] = b"Z" * 10          # written through the mapping
+mm[8292:8302] = b"Z" * 10          # written through the mapping: its page
 _ = mm[20000]                       # only read: a zero page comes back
-os.pwrite(fd, b"w" * 100, 50000)    # write(2) after the purge
-want = "0:8292\n8302:41698\n50100:15436\n"
+fd2 = os.open("m", os.O_WRONLY)     # opened while units exist: writes reach the daemon
+os.pwrite(fd2, b"w" * 100, 50000)   # write(2) after the purge: exactly its bytes
+os.close(fd2)
+want = "0:8192\n12288:37712\n50100:15436\n"
 if purged("m") != want:
     sys.exit("purged after writes: %r, want %r" % (purged("m"), want))
 if os.pread(fd, 10, 8292) != b"Z" * 10 or mm[50000:50100] != b"w" * 100:
     sys.exit("written bytes do not read back")
-print("passthrough: ok - spans written through a mapping and write(2) leave the purged set to the byte; a page only read stays")
+print("passthrough: ok - a page written through a mapping leaves the purged set, write(2) exactly its bytes; a page only read stays")
 mm.close()
 os.close(fd)
 EOF
