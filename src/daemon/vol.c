@@ -353,7 +353,7 @@ int vol_format_stats(struct fs *fs, struct strbuf *b)
 		"enospc_total=%" PRIu64 "\n",
 		atomic_load(&fs->mem.limit), atomic_load(&fs->mem.low),
 		mem_rss_kernel(&fs->mem),
-		arena_pages(&fs->arena) * PG + atomic_load(&fs->mem.shared),
+		arena_pages(&fs->arena) * PG + (fs->passthrough ? shm_used(&fs->shm) : 0),
 		atomic_load(&fs->lru.resident) * PG, atomic_load(&fs->purged_bytes_total),
 		atomic_load(&fs->purges_total), units, itable_count(&fs->itable),
 		atomic_load(&fs->mem.enospc_total));
