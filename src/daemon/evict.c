@@ -348,6 +348,12 @@ void evict_probe(struct fs *fs)
 	struct unit *v[EVICT_PROBE_MAX];
 	size_t nv;
 
+	if (fs->passthrough) {
+		/* No kernel copy to drop: the kernel reads the backing
+		 * file itself; open files count as used instead. */
+		fs_touch_open(fs);
+		return;
+	}
 	if (!fs->hooks.purged)
 		return;
 	pthread_mutex_lock(&fs->evict_lock);

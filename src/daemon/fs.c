@@ -124,9 +124,12 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 	ret = -pthread_mutex_init(&fs->monitor_lock, NULL);
 	if (ret)
 		goto out_evict;
-	ret = lru_init(&fs->lru);
+	ret = -pthread_mutex_init(&fs->pt_lock, NULL);
 	if (ret)
 		goto out_monitor;
+	ret = lru_init(&fs->lru);
+	if (ret)
+		goto out_pt;
 	ret = arena_init(&fs->arena);
 	if (ret)
 		goto out_lru;
@@ -165,6 +168,8 @@ out_arena:
 	arena_destroy(&fs->arena);
 out_lru:
 	lru_destroy(&fs->lru);
+out_pt:
+	pthread_mutex_destroy(&fs->pt_lock);
 out_monitor:
 	pthread_mutex_destroy(&fs->monitor_lock);
 out_evict:
@@ -210,6 +215,7 @@ void fs_destroy(struct fs *fs)
 	mem_destroy(&fs->mem);
 	arena_destroy(&fs->arena);
 	lru_destroy(&fs->lru);
+	pthread_mutex_destroy(&fs->pt_lock);
 	pthread_mutex_destroy(&fs->monitor_lock);
 	pthread_mutex_destroy(&fs->evict_lock);
 	pthread_rwlock_destroy(&fs->ns_lock);

@@ -114,6 +114,10 @@ struct fs {
 	const struct store_ops *store;
 	struct shm shm;           /* the shared-memory store's tmpfs (root -1: none) */
 	bool passthrough;         /* files are opened through the kernel (SPEC 11) */
+	/* Files with passthrough opens (inode.h pt_prev/pt_next), for
+	 * fs_touch_open; pt_lock is taken after inode locks. */
+	pthread_mutex_t pt_lock;
+	struct inode *pt_open;
 	struct fs_hooks hooks;
 	uid_t owner;              /* the user who mounted; immutable */
 	bool purged_eio;          /* purged_read=eio; immutable */
@@ -330,10 +334,18 @@ int32_t fs_backing_put(struct fs *fs, struct ofile *of);
  * Must a writable passthrough open of n send its writes through the
  * daemon?  Yes while a write could need a purge first or change what
  * the volatile layer records: the mount holds volatile units, n has
- * purged bytes, or write_policy=unmark (SPEC sections 3, 4, 11).
+ * purged bytes, or write_policy=unmark (SPEC sections 3, 4, 11); and
+ * when n is set-user-ID or set-group-ID (a write clears those bits).
  * Otherwise the kernel writes the backing file itself.
  */
 bool fs_writes_seen(struct fs *fs, struct inode *n);
+/*
+ * Make every file with passthrough opens most recently used, whole (the
+ * kernel reads it without the daemon: SPEC 11's recency, per file and
+ * within a second).  The monitor calls it every second on that path.
+ * No lock held.
+ */
+void fs_touch_open(struct fs *fs);
 
 /*
  * poll: keep ph (when not NULL) as the file's waiter, returning the one

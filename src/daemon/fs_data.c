@@ -234,6 +234,34 @@ int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags)
 	return 0;
 }
 
+/*
+ * Recency on the passthrough path (SPEC 11): the kernel reads a
+ * passthrough file without the daemon, so the file counts as used, whole,
+ * at each open, at its last close, and every second while it is open
+ * (fs_touch_open): no read of it can happen outside those times.
+ * n locked for writing.
+ */
+static void touch_file(struct fs *fs, struct inode *n)
+{
+	units_touch(&fs->lru, &n->units, 0, UNIT_UNBOUNDED);
+}
+
+void fs_touch_open(struct fs *fs)
+{
+	pthread_rwlock_rdlock(&fs->ns_lock);
+	pthread_mutex_lock(&fs->pt_lock);
+	for (struct inode *n = fs->pt_open; n; n = n->pt_next) {
+		/* pt_lock nests inside inode locks: only try.  A file whose
+		 * lock is held is in use now; the next second touches it. */
+		if (pthread_rwlock_trywrlock(&n->lock) != 0)
+			continue;
+		touch_file(fs, n);
+		pthread_rwlock_unlock(&n->lock);
+	}
+	pthread_mutex_unlock(&fs->pt_lock);
+	pthread_rwlock_unlock(&fs->ns_lock);
+}
+
 int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
 {
 	struct inode *n = of->inode;
@@ -253,8 +281,17 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
 			n->backing_id = id;
 	}
 	if (id > 0) {
-		n->pt_opens++;
+		if (n->pt_opens++ == 0) {
+			pthread_mutex_lock(&fs->pt_lock);
+			n->pt_prev = NULL;
+			n->pt_next = fs->pt_open;
+			if (n->pt_next)
+				n->pt_next->pt_prev = n;
+			fs->pt_open = n;
+			pthread_mutex_unlock(&fs->pt_lock);
+		}
 		of->passthrough = true;
+		touch_file(fs, n);
 	}
 	pthread_rwlock_unlock(&n->lock);
 	return id;
@@ -267,7 +304,10 @@ bool fs_writes_seen(struct fs *fs, struct inode *n)
 	if (fs->write_unmark || atomic_load(&fs->lru.units) > 0)
 		return true;
 	pthread_rwlock_rdlock(&n->lock);
-	seen = !extset_empty(&n->purged);
+	/* A write clears set-user-ID and set-group-ID (FUSE_WRITE_KILL_SUIDGID
+	 * reaches the daemon only with the write; the kernel's own write to
+	 * the backing file leaves the node's mode alone). */
+	seen = !extset_empty(&n->purged) || (n->mode & (S_ISUID | S_ISGID));
 	pthread_rwlock_unlock(&n->lock);
 	return seen;
 }
@@ -277,14 +317,22 @@ int32_t fs_backing_put(struct fs *fs, struct ofile *of)
 	struct inode *n = of->inode;
 	int32_t id = 0;
 
-	(void)fs;
 	if (!of->passthrough)
 		return 0;
 	pthread_rwlock_wrlock(&n->lock);
 	of->passthrough = false;
+	touch_file(fs, n); /* read up to now */
 	if (--n->pt_opens == 0) {
 		id = n->backing_id;
 		n->backing_id = 0;
+		pthread_mutex_lock(&fs->pt_lock);
+		if (n->pt_prev)
+			n->pt_prev->pt_next = n->pt_next;
+		else
+			fs->pt_open = n->pt_next;
+		if (n->pt_next)
+			n->pt_next->pt_prev = n->pt_prev;
+		pthread_mutex_unlock(&fs->pt_lock);
 	}
 	pthread_rwlock_unlock(&n->lock);
 	return id;

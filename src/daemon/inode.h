@@ -107,6 +107,8 @@ struct inode {
 			struct timespec shm_atime, shm_mtime;
 			int32_t backing_id;
 			uint32_t pt_opens;
+			/* On fs->pt_open while pt_opens > 0 (fs->pt_lock). */
+			struct inode *pt_prev, *pt_next;
 			/* What the kernel is yet to be told (notify.h): set
 			 * once under the notifier's lock, freed with the node. */
 			struct inval *inval;

@@ -94,6 +94,20 @@ uint64_t shm_used(const struct shm *s)
 	return (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
 }
 
+/*
+ * The daemon's own write or fallocate of bytes more found the tmpfs
+ * full: its size lags the room the limit leaves (fs_shm_recap follows
+ * the RSS every 100 ms), but the daemon reserved those bytes against
+ * the limit before it wrote (file_reserve_locked), so the tmpfs grows
+ * to hold them.  True when it grew.
+ */
+static bool shm_grow_for(struct shm *s, uint64_t bytes)
+{
+	uint64_t want = shm_used(s) + bytes + PG;
+
+	return want > atomic_load(&s->cap) && shm_set_cap(s, want) == 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Backing files. */
 
@@ -172,6 +186,12 @@ static void map_drop(struct fs *fs, struct inode *n, uint64_t first, uint64_t la
 
 static int punch(int fd, uint64_t off, uint64_t len)
 {
+	/* The last page of a file of 2^63 - 1 bytes ends past what off_t
+	 * holds: fallocate would refuse the range (EFBIG). */
+	if (off >= (uint64_t)INT64_MAX)
+		return 0;
+	if (len > (uint64_t)INT64_MAX - off)
+		len = (uint64_t)INT64_MAX - off;
 	if (len == 0)
 		return 0;
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
@@ -402,6 +422,8 @@ static ssize_t shm_write(struct fs *fs, struct inode *n, uint64_t off, const cha
 	while (done < size) {
 		ssize_t w = pwrite(fd, buf + done, size - done, (off_t)(off + done));
 
+		if (w < 0 && errno == ENOSPC && shm_grow_for(&fs->shm, size - done))
+			w = pwrite(fd, buf + done, size - done, (off_t)(off + done));
 		if (w <= 0) {
 			ret = w < 0 ? -errno : -EIO;
 			break;
@@ -525,8 +547,10 @@ static int shm_falloc_step(struct fs *fs, struct inode *n, struct file_falloc *f
 	fd = shm_backing_open(fs, n, true);
 	if (fd < 0)
 		return fd;
-	ret = fallocate(fd, fa->keep_size ? FALLOC_FL_KEEP_SIZE : 0, (off_t)from,
-			(off_t)(to - from)) < 0 ? -errno : 0;
+	do
+		ret = fallocate(fd, fa->keep_size ? FALLOC_FL_KEEP_SIZE : 0, (off_t)from,
+				(off_t)(to - from)) < 0 ? -errno : 0;
+	while (ret == -ENOSPC && shm_grow_for(&fs->shm, to - from));
 	close(fd);
 	if (ret)
 		return ret;
