@@ -327,26 +327,39 @@ static void vfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
  * truncates, even without group execute (the VFS's
  * setattr_should_drop_sgid); the FUSE kernel's own clearing, without
  * handle_killpriv, covers only the group-execute case (and S_ISUID).
- * Do the rest here, before the change, as the VFS does.
+ * Do the rest here, before the change, as the VFS does.  all: the
+ * kernel cleared nothing (a write through a passthrough open with
+ * FOPEN_DIRECT_IO skips its file_remove_privs), so S_ISUID and a
+ * group-executable S_ISGID go here too, for a writer other than root
+ * (the one that has CAP_FSETID).
  */
-static void drop_sgid(fuse_req_t req, struct inode *n)
+static void drop_setid(fuse_req_t req, struct inode *n, bool all)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fs_setattr sa = { .valid = FS_SET_MODE };
 	gid_t groups[64];
 	struct stat st;
+	bool member = false;
 	int ng;
 
 	fs_getattr(fs_of(req), n, &st);
-	if (!(st.st_mode & S_ISGID) || (st.st_mode & S_IXGRP) || ctx->uid == 0 ||
-	    ctx->gid == st.st_gid)
+	if (!(st.st_mode & (S_ISUID | S_ISGID)) || ctx->uid == 0)
 		return;
-	ng = fuse_req_getgroups(req, 64, groups);
-	for (int i = 0; i < ng && i < 64; i++)
-		if (groups[i] == st.st_gid)
-			return;
-	sa.mode = st.st_mode & ~(mode_t)S_ISGID;
-	fs_setattr(fs_of(req), n, &sa, &st);
+	sa.mode = st.st_mode;
+	if (all) {
+		sa.mode &= ~(mode_t)S_ISUID;
+		if (st.st_mode & S_IXGRP)
+			sa.mode &= ~(mode_t)S_ISGID;
+	}
+	if ((sa.mode & S_ISGID) && !(st.st_mode & S_IXGRP) && ctx->gid != st.st_gid) {
+		ng = fuse_req_getgroups(req, 64, groups);
+		for (int i = 0; i < ng && i < 64; i++)
+			member |= groups[i] == st.st_gid;
+		if (!member)
+			sa.mode &= ~(mode_t)S_ISGID;
+	}
+	if (sa.mode != st.st_mode)
+		fs_setattr(fs_of(req), n, &sa, &st);
 }
 
 static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -366,7 +379,7 @@ static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			return;
 		}
 		if (!(to_set & FUSE_SET_ATTR_MODE))
-			drop_sgid(req, node_of(req, ino));
+			drop_setid(req, node_of(req, ino), false);
 		sa.valid |= FS_SET_SIZE;
 		sa.size = (uint64_t)attr->st_size;
 	}
@@ -606,14 +619,13 @@ static void vfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 {
 	ssize_t n;
 
-	(void)fi;
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	struct fs *fs = fs_of(req);
 
-	drop_sgid(req, node_of(req, ino));
+	drop_setid(req, node_of(req, ino), ((struct ofile *)(uintptr_t)fi->fh)->passthrough);
 	n = fs_write(fs, node_of(req, ino), (uint64_t)off, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
