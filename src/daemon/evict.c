@@ -333,6 +333,7 @@ void evict_check(struct fs *fs)
 		 * purge from halfway between memory_low and the limit, so
 		 * that a writer meets room rather than the backstop.
 		 */
+		fs_pt_walk(fs, false);
 		mem_reconcile(&fs->mem);
 		fs_shm_recap(fs);
 		if (mem_rss(&fs->mem) > low + (limit - low) / 2)
@@ -351,7 +352,7 @@ void evict_probe(struct fs *fs)
 	if (fs->passthrough) {
 		/* No kernel copy to drop: the kernel reads the backing
 		 * file itself; open files count as used instead. */
-		fs_touch_open(fs);
+		fs_pt_walk(fs, true);
 		return;
 	}
 	if (!fs->hooks.purged)

@@ -74,9 +74,17 @@ int fs_shm_setup(struct fs *fs, uint64_t cap)
 void fs_shm_recap(struct fs *fs)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit), rss = mem_rss_kernel(&fs->mem);
-	/* Room stays for new names and nodes below the limit (fs_room). */
-	uint64_t keep = rss + MEM_RECONCILE_BYTES;
-	uint64_t cap = limit > keep ? limit - keep : 0, used, cur;
+	/*
+	 * The limit plus SPEC section 3's allowance, max(1%, 4 MiB), beside
+	 * our RSS.  The daemon's own writes stop at the limit (they reserve
+	 * first, mem.h), so the allowance is what is left, when the limit is
+	 * reached, for what the daemon cannot reserve: a load through a
+	 * mapping of a purged page (the tmpfs needs a page for it, punched
+	 * again at the next sync) and stores through a mapping or an open
+	 * the kernel writes itself, until the monitor purges.
+	 */
+	uint64_t slack = limit / 100 > MEM_RECONCILE_BYTES ? limit / 100 : MEM_RECONCILE_BYTES;
+	uint64_t cap = limit + slack > rss ? limit + slack - rss : 0, used, cur;
 
 	if (fs->shm.mnt < 0)
 		return;

@@ -212,10 +212,12 @@ void fs_use_shm_store(struct fs *fs);
  */
 void fs_sync(struct fs *fs, struct inode *n);
 /*
- * Set the shared-memory tmpfs's size to what the limit leaves beside
- * the daemon's RSS (metadata keeps its MEM_META_SLACK above the limit),
- * never below what it holds: writers the daemon does not see get
- * ENOSPC from the kernel there.
+ * Set the shared-memory tmpfs's size to what the limit and SPEC 3's
+ * allowance, max(1%, 4 MiB), leave beside the daemon's RSS, never below
+ * what it holds: the daemon's own writes stop at the limit (they
+ * reserve), and what it cannot reserve (stores through a mapping or an
+ * open the kernel writes itself, loads of purged pages through a
+ * mapping) gets ENOSPC or SIGBUS from the kernel beyond the allowance.
  */
 void fs_shm_recap(struct fs *fs);
 void fs_sync_locked(struct fs *fs, struct inode *n);
@@ -340,12 +342,15 @@ int32_t fs_backing_put(struct fs *fs, struct ofile *of);
  */
 bool fs_writes_seen(struct fs *fs, struct inode *n);
 /*
- * Make every file with passthrough opens most recently used, whole (the
- * kernel reads it without the daemon: SPEC 11's recency, per file and
- * within a second).  The monitor calls it every second on that path.
- * No lock held.
+ * Walk the files with passthrough opens (the kernel reads and writes
+ * them without the daemon).  Each with a writable open is synced
+ * (fs_sync: pages written behind the daemon get charged and join their
+ * units); with touch, each is made most recently used, whole (SPEC 11's
+ * recency, per file).  The monitor calls it every tick on that path,
+ * with touch every second.  A file whose lock is busy waits for the
+ * next walk.  No lock held.
  */
-void fs_touch_open(struct fs *fs);
+void fs_pt_walk(struct fs *fs, bool touch);
 
 /*
  * poll: keep ph (when not NULL) as the file's waiter, returning the one

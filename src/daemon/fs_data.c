@@ -6,6 +6,7 @@
  */
 #include "fs_int.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -246,16 +247,19 @@ static void touch_file(struct fs *fs, struct inode *n)
 	units_touch(&fs->lru, &n->units, 0, UNIT_UNBOUNDED);
 }
 
-void fs_touch_open(struct fs *fs)
+void fs_pt_walk(struct fs *fs, bool touch)
 {
 	pthread_rwlock_rdlock(&fs->ns_lock);
 	pthread_mutex_lock(&fs->pt_lock);
 	for (struct inode *n = fs->pt_open; n; n = n->pt_next) {
 		/* pt_lock nests inside inode locks: only try.  A file whose
-		 * lock is held is in use now; the next second touches it. */
-		if (pthread_rwlock_trywrlock(&n->lock) != 0)
+		 * lock is held is in use now; the next walk finds it. */
+		if ((!touch && !n->pt_writers) || pthread_rwlock_trywrlock(&n->lock) != 0)
 			continue;
-		touch_file(fs, n);
+		if (n->pt_writers)
+			fs_sync_locked(fs, n);
+		if (touch)
+			touch_file(fs, n);
 		pthread_rwlock_unlock(&n->lock);
 	}
 	pthread_mutex_unlock(&fs->pt_lock);
@@ -291,6 +295,8 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
 			pthread_mutex_unlock(&fs->pt_lock);
 		}
 		of->passthrough = true;
+		if ((of->flags & O_ACCMODE) != O_RDONLY)
+			n->pt_writers++;
 		touch_file(fs, n);
 	}
 	pthread_rwlock_unlock(&n->lock);
@@ -321,6 +327,10 @@ int32_t fs_backing_put(struct fs *fs, struct ofile *of)
 		return 0;
 	pthread_rwlock_wrlock(&n->lock);
 	of->passthrough = false;
+	if ((of->flags & O_ACCMODE) != O_RDONLY) {
+		n->pt_writers--;
+		fs_sync_locked(fs, n); /* what it wrote behind the daemon */
+	}
 	touch_file(fs, n); /* read up to now */
 	if (--n->pt_opens == 0) {
 		id = n->backing_id;

@@ -106,7 +106,7 @@ struct inode {
 			 * exist (0: none) and their count. */
 			struct timespec shm_atime, shm_mtime;
 			int32_t backing_id;
-			uint32_t pt_opens;
+			uint32_t pt_opens, pt_writers; /* writers: writable ones */
 			/* On fs->pt_open while pt_opens > 0 (fs->pt_lock). */
 			struct inode *pt_prev, *pt_next;
 			/* What the kernel is yet to be told (notify.h): set

@@ -114,10 +114,6 @@ void mem_reconcile(struct mem *m)
 
 		if (real > known)
 			rss += real - known;
-		/* The backing files' tmpfs ends this far under the limit
-		 * (fs_shm_recap): count it, so that a write the tmpfs refuses
-		 * is one the limit refuses, and a purge makes room for it. */
-		rss += MEM_RECONCILE_BYTES;
 	}
 	atomic_store(&m->base, rss > held ? (int64_t)(rss - held) : 0);
 }
