@@ -238,11 +238,13 @@ static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uin
 
 	if (extset_intersects(&n->purged, idx * PG, (idx + 1) * PG)) {
 		/* A load through a mapping of a punched hole brings back
-		 * zeros: still purged, and punched again.  A page with data
-		 * was written, whole, as a mapping's write-back is on the
-		 * classic path (a page written with zeros only cannot be
-		 * told from one that was read). */
-		if (page_is_zero(fd, idx)) {
+		 * zeros: still purged, and punched again, while the page is
+		 * volatile.  A page with data was written, whole, as a
+		 * mapping's write-back is on the classic path; so was one
+		 * no unit holds any more (unmarked, pinned: its owner is
+		 * writing it again, zeros included, and a page written
+		 * with zeros only cannot be told from one that was read). */
+		if (units_find(&n->units, idx) && page_is_zero(fd, idx)) {
 			(void)punch(fd, idx * PG, PG);
 			return;
 		}
