@@ -71,6 +71,8 @@ int fs_shm_setup(struct fs *fs, uint64_t cap)
 	return 0;
 }
 
+#define RECAP_STEP (1u << 20)
+
 void fs_shm_recap(struct fs *fs)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit), rss = mem_rss_kernel(&fs->mem);
@@ -84,7 +86,10 @@ void fs_shm_recap(struct fs *fs)
 	 * the kernel writes itself, until the monitor purges.
 	 */
 	uint64_t slack = limit / 100 > MEM_RECONCILE_BYTES ? limit / 100 : MEM_RECONCILE_BYTES;
-	uint64_t cap = limit + slack > rss ? limit + slack - rss : 0, used, cur;
+	/* Less what our RSS may grow by before the next tick, and what the
+	 * size may lag (it moves only by more than RECAP_STEP). */
+	uint64_t keep = rss + RECAP_STEP + (1u << 20);
+	uint64_t cap = limit + slack > keep ? limit + slack - keep : 0, used, cur;
 
 	if (fs->shm.mnt < 0)
 		return;
@@ -93,7 +98,7 @@ void fs_shm_recap(struct fs *fs)
 		cap = used;
 	cur = atomic_load(&fs->shm.cap);
 	/* Not for every page of RSS that comes and goes. */
-	if (cap + (1u << 20) < cur || cap > cur + (1u << 20))
+	if (cap + RECAP_STEP < cur || cap > cur + RECAP_STEP)
 		(void)shm_set_cap(&fs->shm, cap);
 }
 

@@ -13,6 +13,9 @@
 #     (whole, as a write-back does on the classic path); a page only read
 #     through the mapping stays purged; a write(2) through an open made while
 #     the mount holds volatile units removes exactly its bytes;
+#   - recency: a file held open and read only through a mapping is not the
+#     coldest (an open file counts as used every second); a closed one
+#     marked after it goes first;
 #   - the SPEC section 3 bound: with memory_limit=64M ($VFS_TEST_LIMIT_MB), memory held (daemon
 #     VmRSS + shared_bytes, sampled every 5 ms) never passes the limit +
 #     max(1%, 4 MiB) while (a) a cache directory is flooded with 4x the limit,
@@ -100,6 +103,35 @@ if purged("m") != want:
 if os.pread(fd, 10, 8292) != b"Z" * 10 or mm[50000:50100] != b"w" * 100:
     sys.exit("written bytes do not read back")
 print("passthrough: ok - a page written through a mapping leaves the purged set, write(2) exactly its bytes; a page only read stays")
+mm.close()
+os.close(fd)
+EOF
+
+	# Recency (SPEC 11, volatilefs(8) "Purge order"): the kernel reads a
+	# passthrough file without the daemon, so an open file counts as used,
+	# whole, every second.  Marked in the order a, b, c (a the coldest), a
+	# is then held open and read through a mapping only, b and c closed:
+	# after the monitor's next second, b is the coldest and goes first.
+	rm -f m big
+	python3 - << 'EOF' || fail "recency checks failed (above)"
+import mmap, os, sys, time
+def xset(p, n, v): os.setxattr(p, "user.volatile." + n, v.encode())
+def purged(p): return os.getxattr(p, "user.volatile.purged").decode()
+for name in "abc":
+    with open(name, "wb") as f:
+        f.write(name.encode() * 65536)
+    xset(name, "mark", "all")
+fd = os.open("a", os.O_RDONLY)
+mm = mmap.mmap(fd, 65536, mmap.MAP_SHARED, mmap.PROT_READ)
+end = time.monotonic() + 1.5
+while time.monotonic() < end:   # reads no request carries
+    assert mm[4096] == ord("a")
+    time.sleep(0.05)
+xset(".", "purge", "4096")
+got = {n: purged(n) for n in "abc"}
+if got != {"a": "", "b": "0:65536\n", "c": ""}:
+    sys.exit("after a purge of 4096 bytes: %r: the open file a must not be the coldest" % got)
+print("passthrough: ok - a file held open and read only through a mapping is not the coldest")
 mm.close()
 os.close(fd)
 EOF
