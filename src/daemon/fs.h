@@ -334,8 +334,9 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd));
 int32_t fs_backing_put(struct fs *fs, struct ofile *of);
 /*
  * Must a writable passthrough open of n send its writes through the
- * daemon?  Yes while a write could need a purge first or change what
- * the volatile layer records: the mount holds volatile units, n has
+ * daemon?  Yes once a write could need a purge first or change what
+ * the volatile layer records: from the mount's first mark on (never
+ * again "no" after it: what an open does stays predictable), when n has
  * purged bytes, or write_policy=unmark (SPEC sections 3, 4, 11); and
  * when n is set-user-ID or set-group-ID (a write clears those bits).
  * Otherwise the kernel writes the backing file itself.

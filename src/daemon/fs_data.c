@@ -244,7 +244,7 @@ int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags)
  */
 static void touch_file(struct fs *fs, struct inode *n)
 {
-	units_touch(&fs->lru, &n->units, 0, UNIT_UNBOUNDED);
+	units_touch_all(&fs->lru, &n->units);
 }
 
 void fs_pt_walk(struct fs *fs, bool touch)
@@ -307,7 +307,7 @@ bool fs_writes_seen(struct fs *fs, struct inode *n)
 {
 	bool seen;
 
-	if (fs->write_unmark || atomic_load(&fs->lru.units) > 0)
+	if (fs->write_unmark || atomic_load(&fs->lru.ever))
 		return true;
 	pthread_rwlock_rdlock(&n->lock);
 	/* A write clears set-user-ID and set-group-ID (FUSE_WRITE_KILL_SUIDGID

@@ -264,6 +264,7 @@ void units_mark(struct lru *l, struct inode *n, struct units *us, const struct p
 	resident_add(l, spare, (int64_t)count_pages(pm, start, end));
 	pthread_mutex_lock(&l->lock);
 	l->units++;
+	atomic_store(&l->ever, true);
 	spare->stamp = ++l->clock;
 	file_list_locked(l, us, n);
 	if (spare->resident)
@@ -412,6 +413,39 @@ void units_touch(struct lru *l, struct units *us, uint64_t start, uint64_t end)
 			list_tail_locked(l, u);
 	}
 	pthread_mutex_unlock(&l->lock);
+}
+
+static int by_stamp(const void *a, const void *b)
+{
+	uint64_t x = (*(struct unit *const *)a)->stamp, y = (*(struct unit *const *)b)->stamp;
+
+	return x < y ? -1 : x > y;
+}
+
+void units_touch_all(struct lru *l, struct units *us)
+{
+	struct unit **v;
+	size_t k = 0;
+
+	if (us->count == 0)
+		return;
+	v = malloc(us->count * sizeof(*v));
+	if (!v) { /* no order to keep then: page order */
+		units_touch(l, us, 0, UNIT_UNBOUNDED);
+		return;
+	}
+	for (struct unit *u = units_first_from(us, 0); u && k < us->count; u = units_next(us, u))
+		v[k++] = u;
+	pthread_mutex_lock(&l->lock);
+	qsort(v, k, sizeof(*v), by_stamp);
+	for (size_t i = 0; i < k; i++) {
+		v[i]->stamp = ++l->clock;
+		v[i]->kcached = true;
+		if (v[i]->listed)
+			list_tail_locked(l, v[i]);
+	}
+	pthread_mutex_unlock(&l->lock);
+	free(v);
 }
 
 void units_purged(struct lru *l, struct unit *u)

@@ -94,6 +94,7 @@ struct lru {
 	pthread_mutex_t lock;
 	struct unit heads[LRU_LISTS];    /* sentinels */
 	_Atomic uint64_t units;          /* all units, listed or not */
+	_Atomic bool ever;               /* a unit was ever made (never cleared) */
 	_Atomic uint64_t resident;       /* pages held by all units */
 	struct units *files;             /* files with units; lru->lock */
 	uint64_t clock;                  /* the last stamp handed out; lru->lock */
@@ -165,6 +166,12 @@ void units_truncate(struct lru *l, struct units *us, uint64_t new_end_page);
 /* Reading or writing pages [start, end) makes the units there most recently used,
  * whether they hold memory or not. */
 void units_touch(struct lru *l, struct units *us, uint64_t start, uint64_t end);
+/*
+ * Make every unit of the file most recently used, keeping their order
+ * among themselves (by stamp; page order if no memory for the sort):
+ * O(k log k) for the file's k units.
+ */
+void units_touch_all(struct lru *l, struct units *us);
 
 /* A purge freed every page of u: off the lists, resident 0.  inode lock held. */
 void units_purged(struct lru *l, struct unit *u);

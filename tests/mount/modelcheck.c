@@ -104,6 +104,8 @@ static long shrink_seconds = 120;
 static bool trace_all;
 /* The mount has -o write_policy=unmark (VFS_WRITE_POLICY=unmark). */
 static bool write_unmark;
+/* The mount runs on the passthrough path (stats: passthrough=on). */
+static bool passthrough_path;
 static long *keep;
 static size_t nkeep;
 
@@ -1304,6 +1306,36 @@ static void op_mwrite(struct state *S, struct minode *m, const struct op *o)
 	free(buf);
 }
 
+/*
+ * The passthrough path (volatilefs(8), PASSTHROUGH): a load through a
+ * mapping of a purged hole brings a page of zeros into the backing file,
+ * which the daemon cannot tell from a page written with zeros.  Inside a
+ * unit it stays purged; outside every unit (unmarked: its owner is
+ * writing it again) it leaves the purged set, whole.  A page that holds
+ * memory (a write reached part of it) is not refilled: the model knows
+ * one by a non-zero byte outside the purged set.
+ */
+static void model_refill(const struct state *S, int slot, uint64_t off, uint64_t end)
+{
+	struct minode *m = (struct minode *)&S->in[slot];
+
+	for (uint64_t p = off / PG; p * PG < end && p * PG < m->size; p++) {
+		uint64_t a = p * PG, b = (p + 1) * PG < m->size ? (p + 1) * PG : m->size;
+		bool any = false, hole = true;
+
+		if (in_some_unit(S, slot, p))
+			continue;
+		for (uint64_t i = a; i < b; i++) {
+			if (m->purged[i])
+				any = true;
+			else if (m->data[i])
+				hole = false;
+		}
+		if (any && hole)
+			memset(m->purged + a, 0, b - a);
+	}
+}
+
 static void op_mread(struct state *S, int slot, const struct op *o)
 {
 	struct minode *m = &S->in[slot];
@@ -1312,6 +1344,8 @@ static void op_mread(struct state *S, int slot, const struct op *o)
 	if (!S->real || !map_range(m, o, &end))
 		return;
 	cmp_read(S, F_MAP, slot, m->map + o->off, o->off, end - o->off);
+	if (passthrough_path)
+		model_refill(S, slot, o->off, end);
 }
 
 static void op_unmark(struct state *S, int slot, const struct op *o)
@@ -2194,6 +2228,13 @@ int main(void)
 		return 2;
 	}
 	write_unmark = s && strcmp(s, "unmark") == 0;
+	{
+		char st[4096];
+		ssize_t n = getxattr(mount_dir, "user.volatile.stats", st, sizeof(st) - 1);
+
+		st[n > 0 ? n : 0] = '\0';
+		passthrough_path = strstr(st, "passthrough=on\n") != NULL;
+	}
 	s = getenv("MODELCHECK_KEEP");
 	if (s && *s && !parse_keep(s)) {
 		fprintf(stderr, "modelcheck: MODELCHECK_KEEP=%s: want comma-separated step numbers "

@@ -102,15 +102,23 @@ pressure_setup()
 		sleep 0.05
 	done
 	is_mounted "$mnt" || fail "$name: $mnt not mounted after 10 s"
-	cp "$work/ordinary" "$mnt/ordinary"
+	# On the passthrough path (SPEC 11) file data is pages of the daemon's
+	# private tmpfs, charged as tmpfs's are to the cgroup of the process that
+	# wrote them (the daemon's, for writes that go through it): written from
+	# inside the cgroup, all of it is the cgroup's, as the classic path's
+	# arena is.  On the classic path the writer stays out here.
+	writer=()
+	[[ $(stat_of passthrough) != on ]] || writer=(in_cgroup)
+	"${writer[@]}" cp "$work/ordinary" "$mnt/ordinary"
 	for ((i = 0; i < nfiles; i++)); do
-		dd if="$work/block" of="$mnt/v$i" bs=1M count=64 status=none
+		"${writer[@]}" dd if="$work/block" of="$mnt/v$i" bs=1M count=64 status=none
 		if [[ $mark == yes ]]; then
 			setfattr -n user.volatile.mark -v all "$mnt/v$i"
 		fi
 	done
 	# Nothing in the kernel's page cache of the mount is charged to the cgroup:
-	# the writer was out here.
+	# the classic path's writer was out here, and passthrough keeps no FUSE
+	# page cache.
 	[[ $(oom_kills) == 0 ]] || fail "$name: OOM kill while setting up"
 	# Only the daemon is in the cgroup now ($pid may be a subshell of ours).
 	daemon_pids=$(tr '\n' ' ' < "$cg/cgroup.procs")
