@@ -107,6 +107,9 @@ struct inode {
 			struct timespec shm_atime, shm_mtime;
 			int32_t backing_id;
 			uint32_t pt_opens, pt_writers; /* writers: writable ones */
+			/* Some page holds memory and purged bytes both
+			 * (shmfile.c: mixed pages); under lock. */
+			bool shm_mixed;
 			/* On fs->pt_open while pt_opens > 0 (fs->pt_lock). */
 			struct inode *pt_prev, *pt_next;
 			/* What the kernel is yet to be told (notify.h): set

@@ -261,6 +261,52 @@ static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uin
 	meta_unlimited(was);
 }
 
+/*
+ * Pages that hold memory and purged bytes both (a write(2) reached part
+ * of a purged page, or fallocate filled one): a store through a mapping
+ * into such a page allocates nothing, so no scan finds it.  The purged
+ * bytes of such a page read as zeros until written: one that is not zero
+ * any more was written, and the page leaves the purged set whole, as a
+ * mapping's write-back does on the classic path.  Pages are read only
+ * while n->shm_mixed says some may exist.
+ */
+static void check_mixed(struct inode *n, int fd)
+{
+	const struct extent *e = extset_first_from(&n->purged, 0);
+	uint8_t page[PG];
+	bool mixed = false;
+
+	while (e) {
+		uint64_t first = e->start / PG, last = (e->end - 1) / PG, p = next_held(n, first, last);
+		uint64_t from = e->start, to = e->end;
+
+		e = extset_next(&n->purged, e);
+		if (p > last)
+			continue;
+		for (; p <= last; p = next_held(n, p + 1, last)) {
+			uint64_t a = p * PG > from ? p * PG : from;
+			uint64_t b = (p + 1) * PG < to ? (p + 1) * PG : to;
+			ssize_t got = pread(fd, page, PG, (off_t)(p * PG));
+			bool written = false;
+
+			for (uint64_t i = a; i < b && (ssize_t)(i - p * PG) < got; i++)
+				written |= page[i - p * PG] != 0;
+			if (written) {
+				bool was = meta_unlimited(true); /* bounded: meta.h, shm sync */
+
+				(void)extset_remove(&n->purged, p * PG, (p + 1) * PG);
+				meta_unlimited(was);
+				e = extset_first_from(&n->purged, (p + 1) * PG);
+				break;
+			}
+			mixed = true;
+			if (p == last)
+				break;
+		}
+	}
+	n->shm_mixed = mixed;
+}
+
 static void shm_set_times(struct fs *fs, struct inode *n)
 {
 	int fd = shm_backing_open(fs, n, false);
@@ -295,7 +341,7 @@ static void shm_sync(struct fs *fs, struct inode *n)
 	}
 	/* Nothing allocated behind the map's back: the usual case. */
 	if ((uint64_t)st.st_blocks == n->pages.npages * (PG / 512))
-		goto out;
+		goto mixed;
 	while (off < size) {
 		off_t d = lseek(fd, (off_t)off, SEEK_DATA), h;
 
@@ -323,6 +369,9 @@ static void shm_sync(struct fs *fs, struct inode *n)
 		if (next_held(n, last, last) > last && !page_is_zero(fd, last))
 			page_found(fs, n, fd, last, pagemap_get(&n->pages, last));
 	}
+mixed:
+	if (n->shm_mixed)
+		check_mixed(n, fd);
 out:
 	close(fd);
 }
@@ -456,6 +505,8 @@ static ssize_t shm_write(struct fs *fs, struct inode *n, uint64_t off, const cha
 	meta_credit_begin(r.meta);
 	(void)extset_remove(&n->purged, off, off + done);
 	r.meta = meta_credit_end();
+	if (extset_intersects(&n->purged, first * PG, ((off + done - 1) / PG + 1) * PG))
+		n->shm_mixed = true; /* purged bytes left in a page it filled */
 	if (spare)
 		units_unmark(&fs->lru, &n->units, &n->pages, first, (off + done - 1) / PG + 1, 0,
 			     &spare);
@@ -573,6 +624,8 @@ static int shm_falloc_step(struct fs *fs, struct inode *n, struct file_falloc *f
 	if (ret)
 		return ret;
 	map_fill(fs, n, fa->pos, stop, false, &fa->resv);
+	if (extset_intersects(&n->purged, fa->pos * PG, (stop + 1) * PG))
+		n->shm_mixed = true; /* purged pages that hold memory now */
 	if (stop < fa->last) {
 		fa->pos = stop + 1;
 		return 0;

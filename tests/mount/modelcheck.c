@@ -1308,30 +1308,32 @@ static void op_mwrite(struct state *S, struct minode *m, const struct op *o)
 
 /*
  * The passthrough path (volatilefs(8), PASSTHROUGH): a load through a
- * mapping of a purged hole brings a page of zeros into the backing file,
- * which the daemon cannot tell from a page written with zeros.  Inside a
- * unit it stays purged; outside every unit (unmarked: its owner is
- * writing it again) it leaves the purged set, whole.  A page that holds
- * memory (a write reached part of it) is not refilled: the model knows
- * one by a non-zero byte outside the purged set.
+ * mapping of a purged page that holds no memory brings a page of zeros
+ * into the backing file, which the daemon cannot tell from a page
+ * written with zeros.  Inside a unit it stays purged; outside every unit
+ * (unmarked: its owner is writing it again) it leaves the purged set,
+ * whole.  Which pages held no memory the model does not track, so for
+ * the pages of [off, end) outside every unit it takes the daemon's word
+ * in that one direction: purged in the model, not purged in the daemon.
  */
-static void model_refill(const struct state *S, int slot, uint64_t off, uint64_t end)
+static void model_refill(struct state *S, int slot, uint64_t off, uint64_t end)
 {
-	struct minode *m = (struct minode *)&S->in[slot];
+	static struct ext got[MAXEXT];
+	struct minode *m = &S->in[slot];
+	size_t ng, k = 0;
 
+	if (!real_extents(S, slot, got, MAXEXT, &ng) || ng > MAXEXT)
+		return;
 	for (uint64_t p = off / PG; p * PG < end && p * PG < m->size; p++) {
 		uint64_t a = p * PG, b = (p + 1) * PG < m->size ? (p + 1) * PG : m->size;
-		bool any = false, hole = true;
+		bool real = false;
 
-		if (in_some_unit(S, slot, p))
+		if (in_some_unit(S, slot, p) || !memchr(m->purged + a, 1, b - a))
 			continue;
-		for (uint64_t i = a; i < b; i++) {
-			if (m->purged[i])
-				any = true;
-			else if (m->data[i])
-				hole = false;
-		}
-		if (any && hole)
+		while (k < ng && got[k].off + got[k].len <= a)
+			k++;
+		real = k < ng && got[k].off < b;
+		if (!real)
 			memset(m->purged + a, 0, b - a);
 	}
 }
@@ -2234,6 +2236,27 @@ int main(void)
 
 		st[n > 0 ? n : 0] = '\0';
 		passthrough_path = strstr(st, "passthrough=on\n") != NULL;
+	}
+	if (passthrough_path) {
+		/*
+		 * From the mount's first mark on, writable opens send their
+		 * write(2)s through the daemon (volatilefs(8), PASSTHROUGH);
+		 * before it the kernel writes them itself, and the purged set
+		 * learns of them by whole pages.  The model knows the first
+		 * behaviour: one mark before any seed opens anything.
+		 */
+		char path[PATH_MAX + 16];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/.first-mark", mount_dir);
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || fsetxattr(fd, "user.volatile.mark", "all", 3, 0) != 0 ||
+		    unlink(path) != 0) {
+			fprintf(stderr, "modelcheck: the first mark on %s: %s\n", path,
+				strerror(errno));
+			return 1;
+		}
+		close(fd);
 	}
 	s = getenv("MODELCHECK_KEEP");
 	if (s && *s && !parse_keep(s)) {
