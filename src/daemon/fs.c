@@ -67,6 +67,11 @@ int fs_shm_setup(struct fs *fs, uint64_t cap)
 		return ret;
 	fs->mem.shared_ctx = &fs->shm;
 	fs->mem.shared_used = shm_used_of;
+	/* Stores and loads through mappings of the backing files need
+	 * pages of the tmpfs that no reservation paid for: the daemon's
+	 * own writes leave them this much (with what fs_shm_recap leaves
+	 * above the limit, about 4 MiB in all). */
+	fs->mem.keep = FS_SHM_KEEP;
 	fs_shm_recap(fs); /* what the limit leaves beside our RSS, from the start */
 	return 0;
 }

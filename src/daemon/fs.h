@@ -220,6 +220,8 @@ void fs_sync(struct fs *fs, struct inode *n);
  * mapping) gets ENOSPC or SIGBUS from the kernel beyond the allowance.
  */
 void fs_shm_recap(struct fs *fs);
+/* What reservations leave under the limit on the passthrough path (mem.h keep). */
+#define FS_SHM_KEEP (2u << 20)
 void fs_sync_locked(struct fs *fs, struct inode *n);
 int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, struct stat *st);
 

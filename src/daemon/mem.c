@@ -154,6 +154,7 @@ int mem_reserve(struct mem *m, uint64_t bytes)
 	uint64_t base = (uint64_t)atomic_load_explicit(&m->base, memory_order_relaxed);
 	uint64_t cur = atomic_load(&m->charged);
 
+	limit = limit > m->keep ? limit - m->keep : 0;
 	if (bytes == 0)
 		return 0;
 	if (FAULT("volatilefs/reserve"))

@@ -80,6 +80,13 @@ struct mem {
 	_Atomic uint64_t shared;
 	uint64_t (*shared_used)(void *ctx);
 	void *shared_ctx;
+	/*
+	 * Reservations (mem_reserve) stop this far under the limit: room
+	 * kept for what the daemon cannot reserve (on the passthrough path,
+	 * stores and loads through mappings of the backing files); 0 on the
+	 * classic path.  Set before any thread.
+	 */
+	uint64_t keep;
 	int statm_fd;
 };
 

@@ -32,7 +32,7 @@ struct opts {
 	int auto_mode;         /* auto=off|mark|unlink of the root (0 = off) */
 	bool pressure_off;     /* pressure=off (default on) */
 	uint64_t pressure_headroom; /* 0: not given */
-	int passthrough;       /* OPTS_PT_*: passthrough=auto, on, off (default) */
+	int passthrough;       /* OPTS_PT_*: passthrough=auto (default), on, off */
 	bool passthrough_set;  /* given */
 };
 
