@@ -26,7 +26,17 @@
 # takes about 10-15 minutes on 2 cores. The figures are only as quiet as the machine: run it
 # when nothing else runs, and compare ratios rather than absolute figures.
 #
-# GROUPs (for --only): fio small glyph mark purge limit scale tree flood pressure.
+# GROUPs (for --only): fio small glyph mark purge limit scale tree flood pressure mem.
+#
+# Both data paths (SPEC section 11): the volatilefs column is the classic path
+# (-o passthrough=off); the passthrough column a second volatilefs mount with -o
+# passthrough=on, which runs the loop groups' workloads that do not need the classic mount
+# (fio, small files, plain glyph frames, no-op round trips).  The mem group writes a 1 GiB
+# file to tmpfs and to each path, reads it once, and reports what the machine holds for it
+# (MemTotal - MemFree, after dropping caches before) and its parts: the daemon's VmRSS,
+# shared memory (Shmem: tmpfs pages, backing files) and the FUSE file's own page cache
+# (fincore of the FUSE file on the classic path; on the passthrough path fincore sees the
+# backing file's pages, already in Shmem, so that part is left out).
 #
 # Every mount is made under a fresh /tmp/vfsbench.XXXXXX and unmounted by an EXIT trap, also on
 # failure or Ctrl-C; the trap then checks /proc/mounts and says if anything is left. The memory
@@ -36,7 +46,7 @@ set -euo pipefail
 
 readonly PKGS=(fio fuse-overlayfs gnuplot-nox jq meson ninja-build pkg-config gcc libfuse3-dev
 	libbsd-dev check fuse3 attr)
-readonly ALL_GROUPS="fio small glyph mark purge limit scale tree flood pressure"
+readonly ALL_GROUPS="fio small glyph mark purge limit scale tree flood pressure mem"
 
 prog=${0##*/}
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -275,7 +285,7 @@ drop_caches() { # 3: page cache, dentries and inodes; 2: dentries and inodes
 }
 
 declare -A MNT=()
-FSES=(tmpfs vfs peer)
+FSES=(tmpfs vfs pt peer)
 VFS_PID=
 
 # ---------------------------------------------------------------------------------------------
@@ -334,6 +344,42 @@ wl_fio() {
 			awk -v v="$vr" '{ printf "%.3f", v / ($1 / 1048576) }')"
 		unmount_one "$null"
 	fi
+}
+
+mem_used_kib() { awk '/^MemTotal:/ { t = $2 } /^MemFree:/ { f = $2 } END { print t - f }' /proc/meminfo; }
+shmem_kib() { awk '/^Shmem:/ { print $2 }' /proc/meminfo; }
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# The mem group: per filesystem, a 1 GiB file written and read once, what the machine holds.
+phase_mem() {
+	local fs mp pid u0 u1 s0 s1 r0 r1 cache rep
+	for ((rep = 1; rep <= REPS; rep++)); do
+		REP=$rep
+		for fs in tmpfs vfs pt; do
+			mp=$WORK/mem-$fs pid=
+			case $fs in
+			tmpfs) mount_tmpfs "$mp" 2G ;;
+			vfs) mount_vfs "$mp" memory_limit=2G,passthrough=off && pid=$LAST_PID ;;
+			pt) mount_vfs "$mp" memory_limit=2G,passthrough=on && pid=$LAST_PID ;;
+			esac
+			drop_caches 3
+			u0=$(mem_used_kib) s0=$(shmem_kib) r0=0 r1=0 cache=0
+			[[ -z $pid ]] || r0=$(rss_kib "$pid")
+			dd if=/dev/zero of="$mp/f" bs=1M count=1024 status=none
+			cat "$mp/f" >/dev/null
+			sleep 1 # the daemon's monitor and the kernel settle
+			u1=$(mem_used_kib) s1=$(shmem_kib)
+			[[ -z $pid ]] || r1=$(rss_kib "$pid")
+			[[ $fs != vfs ]] || cache=$(fincore --bytes --noheadings --output RES "$mp/f" |
+				awk '{ print $1 / 1024 }')
+			rec mem1g_total "$fs" $(((u1 - u0) / 1024))
+			[[ $fs == tmpfs ]] || rec mem1g_rss "$fs" $(((r1 - r0) / 1024))
+			rec mem1g_shmem "$fs" $(((s1 - s0) / 1024))
+			[[ $fs != vfs ]] || rec mem1g_fusecache "$fs" "$(awk -v c="$cache" 'BEGIN { printf "%d", c / 1024 }')"
+			rm -f -- "$mp/f"
+			unmount_one "$mp"
+		done
+	done
 }
 
 wl_small() {
@@ -428,7 +474,7 @@ wl_purge() {
 wl_limit() {
 	[[ $1 == vfs ]] || return 0
 	local mp=$WORK/vlimit
-	mount_vfs "$mp" memory_limit=512M
+	mount_vfs "$mp" memory_limit=512M,passthrough=off
 	helper "$HB/purgebench" fill "$mp" 400M 8 1M
 	helper "$HB/purgebench" limit "$mp" "$LAST_PID" 256M
 	rec limit_ms "$1" "$(val under_ms)"
@@ -460,7 +506,7 @@ phase_tree() {
 	local fs rep tree_pid
 	MNT[tmpfs]=$WORK/ttree MNT[vfs]=$WORK/vtree MNT[peer]=$WORK/ptree
 	mount_tmpfs "$WORK/ttree" 16G
-	mount_vfs "$WORK/vtree" memory_limit=4G
+	mount_vfs "$WORK/vtree" memory_limit=4G,passthrough=off
 	tree_pid=$LAST_PID
 	mount_tmpfs "$WORK/ptree-layers" 16G
 	mkdir -p "$WORK/ptree-layers/upper"
@@ -496,7 +542,7 @@ phase_tree() {
 # limit, plotted with the limit and the low mark.
 phase_flood() {
 	local mp=$WORK/vflood tsv=$OUT/rss-flood.tsv limit low t0 ts te
-	mount_vfs "$mp" memory_limit=256M
+	mount_vfs "$mp" memory_limit=256M,passthrough=off
 	limit=$(getfattr --absolute-names --only-values -n user.volatile.stats "$mp" | awk -F= '$1 == "memory_limit" { print $2 / 1048576 }')
 	low=$(getfattr --absolute-names --only-values -n user.volatile.stats "$mp" | awk -F= '$1 == "memory_low" { print $2 / 1048576 }')
 	t0=$(date +%s.%N)
@@ -567,7 +613,7 @@ phase_pressure() {
 		cg_remove "$LAST_CG"
 
 		cg_make "vfs-$rep" $((PRESS_LIMIT_MIB << 20))
-		mount_vfs "$mp" memory_limit=4G "$LAST_CG"
+		mount_vfs "$mp" memory_limit=4G,passthrough=off "$LAST_CG"
 		cp "$WORK/ordinary" "$mp/ordinary"
 		mkdir "$mp/vol"
 		helper "$HB/purgebench" fill "$mp/vol" 1G 16 64M
@@ -599,7 +645,7 @@ phase_pressure() {
 		cg_remove "$LAST_CG"
 
 		cg_make "churn-vfs-$rep" $((PRESS_LIMIT_MIB << 20))
-		mount_vfs "$mp" memory_limit=4G "$LAST_CG"
+		mount_vfs "$mp" memory_limit=4G,passthrough=off "$LAST_CG"
 		cp "$WORK/ordinary" "$mp/ordinary"
 		mkdir "$mp/vol"
 		helper "$HB/purgebench" fill "$mp/vol" 512M 8 64M
@@ -681,6 +727,10 @@ rows() {
 	local n
 	cat <<EOF
 seqwrite|fio sequential write, $FIO_SIZE in 1 MiB blocks|MiB/s|up
+mem1g_total|memory for a 1 GiB file written and read once: MemTotal - MemFree, after|MiB|down
+mem1g_rss|... of it the daemon's VmRSS|MiB|down
+mem1g_shmem|... shared memory (Shmem: tmpfs pages, backing files)|MiB|down
+mem1g_fusecache|... the FUSE file's own page cache (classic path)|MiB|down
 seqread_cold|fio sequential read, 1 MiB blocks, cold page cache|MiB/s|up
 seqread_warm|fio sequential read, 1 MiB blocks, warm page cache|MiB/s|up
 randread|fio random read 4 KiB, cold page cache, ${RAND_SECS} s|IOPS|up
@@ -810,18 +860,21 @@ table() {
 				m[f[1], f[2]] = f[3]; lo[f[1], f[2]] = f[4]; hi[f[1], f[2]] = f[5]
 				cnt[f[1], f[2]] = f[6]
 			}
-			print "| workload | unit | tmpfs | volatilefs | fuse-overlayfs | volatilefs/tmpfs | volatilefs/fuse-overlayfs | volatilefs min-max (n) |"
-			print "|---|---|---:|---:|---:|---:|---:|---:|"
+			print "| workload | unit | tmpfs | volatilefs | passthrough | fuse-overlayfs | volatilefs/tmpfs | passthrough/tmpfs | volatilefs/fuse-overlayfs | volatilefs min-max (n) |"
+			print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 		}
 		{
 			k = $1
-			if (!((k, "tmpfs") in m) && !((k, "vfs") in m) && !((k, "peer") in m)) next
+			if (!((k, "tmpfs") in m) && !((k, "vfs") in m) && !((k, "pt") in m) &&
+			    !((k, "peer") in m)) next
 			t = (k, "tmpfs") in m ? m[k, "tmpfs"] : ""
 			v = (k, "vfs") in m ? m[k, "vfs"] : ""
+			q = (k, "pt") in m ? m[k, "pt"] : ""
 			p = (k, "peer") in m ? m[k, "peer"] : ""
 			spread = v == "" ? "" : fmt(lo[k, "vfs"]) "-" fmt(hi[k, "vfs"]) " (" cnt[k, "vfs"] ")"
-			printf "| %s | %s %s | %s | %s | %s | %s | %s | %s |\n", $2, $3,
-				$4 == "up" ? "↑" : "↓", fmt(t), fmt(v), fmt(p), ratio(v, t), ratio(v, p), spread
+			printf "| %s | %s %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $2, $3,
+				$4 == "up" ? "↑" : "↓", fmt(t), fmt(v), fmt(q), fmt(p), ratio(v, t),
+				ratio(q, t), ratio(v, p), spread
 		}'
 }
 
@@ -900,14 +953,15 @@ main() {
 		[[ " $only " == *" $group "* ]] && loop_groups+=("$group")
 	done
 	if [[ ${#loop_groups[@]} -gt 0 ]]; then
-		MNT[tmpfs]=$WORK/tmpfs MNT[vfs]=$WORK/vfs MNT[peer]=$WORK/peer
+		MNT[tmpfs]=$WORK/tmpfs MNT[vfs]=$WORK/vfs MNT[pt]=$WORK/pt MNT[peer]=$WORK/peer
 		mount_tmpfs "$WORK/tmpfs" 8G
-		mount_vfs "$WORK/vfs" memory_limit=4G
+		mount_vfs "$WORK/vfs" memory_limit=4G,passthrough=off
 		VFS_PID=$LAST_PID
+		mount_vfs "$WORK/pt" memory_limit=4G,passthrough=on
 		if [[ " $only " == *" glyph "* ]]; then
 			# The glyph atlas (64 MiB) with purges: a limit below it.
 			MNT[glyphlim]=$WORK/glyphlim
-			mount_vfs "$WORK/glyphlim" memory_limit=48M
+			mount_vfs "$WORK/glyphlim" memory_limit=48M,passthrough=off
 		fi
 		mount_tmpfs "$WORK/peer-layers" 8G
 		mount_peer "$WORK/peer" "$WORK/peer-layers"
@@ -923,6 +977,7 @@ main() {
 		unmount_one "$WORK/peer"
 		unmount_one "$WORK/peer-layers"
 		[[ -n ${MNT[glyphlim]:-} ]] && unmount_one "$WORK/glyphlim"
+		unmount_one "$WORK/pt"
 		unmount_one "$WORK/vfs"
 		unmount_one "$WORK/tmpfs"
 	fi
@@ -934,6 +989,10 @@ main() {
 	if [[ " $only " == *" flood "* ]]; then
 		say "RSS flood: $FLOOD_SIZE under memory_limit=256M"
 		phase_flood
+	fi
+	if [[ " $only " == *" mem "* ]]; then
+		say "memory for a 1 GiB file written and read once"
+		phase_mem
 	fi
 	if [[ " $only " == *" pressure "* ]]; then
 		say "memory pressure: memhog $PRESS_HOG MiB in a $PRESS_LIMIT_MIB MiB memory cgroup"

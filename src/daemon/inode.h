@@ -110,6 +110,10 @@ struct inode {
 			/* Some page holds memory and purged bytes both
 			 * (shmfile.c: mixed pages); under lock. */
 			bool shm_mixed;
+			/* On the passthrough path: a classic open was made
+			 * (passthrough refused), so the kernel may cache
+			 * pages of the FUSE file (notify.c); set once. */
+			_Atomic bool fuse_cached;
 			/* On fs->pt_open while pt_opens > 0 (fs->pt_lock). */
 			struct inode *pt_prev, *pt_next;
 			/* What the kernel is yet to be told (notify.h): set

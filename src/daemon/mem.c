@@ -154,7 +154,8 @@ int mem_reserve(struct mem *m, uint64_t bytes)
 	uint64_t base = (uint64_t)atomic_load_explicit(&m->base, memory_order_relaxed);
 	uint64_t cur = atomic_load(&m->charged);
 
-	limit = limit > m->keep ? limit - m->keep : 0;
+	/* At most 1/32 of the limit: a tiny mount keeps its room for data. */
+	limit -= m->keep < limit / 32 ? m->keep : limit / 32;
 	if (bytes == 0)
 		return 0;
 	if (FAULT("volatilefs/reserve"))

@@ -81,7 +81,7 @@ struct mem {
 	uint64_t (*shared_used)(void *ctx);
 	void *shared_ctx;
 	/*
-	 * Reservations (mem_reserve) stop this far under the limit: room
+	 * Reservations (mem_reserve) stop this far (at most limit/32) under the limit: room
 	 * kept for what the daemon cannot reserve (on the passthrough path,
 	 * stores and loads through mappings of the backing files); 0 on the
 	 * classic path.  Set before any thread.

@@ -596,11 +596,18 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 	r->nrng = 0;
 	pthread_mutex_unlock(&nt->lock);
 
-	for (unsigned i = 0; i < nrng; i++)
-		report_failure("cache invalidation",
-			       fuse_lowlevel_notify_inval_inode(nt->se, ino, (off_t)rng[i].lo,
-					rng[i].hi == UINT64_MAX ? 0 :
-					(off_t)(rng[i].hi - rng[i].lo)));
+	/* A passthrough file has no pages in the kernel's cache of the FUSE
+	 * file (its readers and mappings use the backing file, which the
+	 * purge punched): only its attributes (st_blocks) are told. */
+	if (range && nt->fs->passthrough && !atomic_load(&n->fuse_cached))
+		report_failure("attribute invalidation",
+			       fuse_lowlevel_notify_inval_inode(nt->se, ino, -1, 0));
+	else
+		for (unsigned i = 0; i < nrng; i++)
+			report_failure("cache invalidation",
+				       fuse_lowlevel_notify_inval_inode(nt->se, ino,
+						(off_t)rng[i].lo, rng[i].hi == UINT64_MAX ? 0 :
+						(off_t)(rng[i].hi - rng[i].lo)));
 	pthread_mutex_lock(&nt->lock);
 	r->done = r->fly_last;
 	seq_remove(&r->fly);

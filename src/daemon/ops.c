@@ -269,6 +269,7 @@ static int32_t passthrough_open(struct fs *fs, struct ofile *of, struct fuse_fil
 	}
 	fuse_log(FUSE_LOG_ERR, "volatilefs: passthrough open refused (%s); served by the daemon\n",
 		 strerror((int)-id));
+	atomic_store(&of->inode->fuse_cached, true); /* the kernel may cache it now */
 	return 0;
 }
 

@@ -488,11 +488,14 @@ static ssize_t shm_write(struct fs *fs, struct inode *n, uint64_t off, const cha
 	}
 	while (done < size) {
 		ssize_t w = pwrite(fd, buf + done, size - done, (off_t)(off + done));
+		int err = w < 0 ? errno : EIO; /* before anything else sets errno */
 
-		if (w < 0 && errno == ENOSPC && shm_grow_for(&fs->shm, size - done))
+		if (w < 0 && err == ENOSPC && shm_grow_for(&fs->shm, size - done)) {
 			w = pwrite(fd, buf + done, size - done, (off_t)(off + done));
+			err = w < 0 ? errno : EIO;
+		}
 		if (w <= 0) {
-			ret = w < 0 ? -errno : -EIO;
+			ret = -err;
 			break;
 		}
 		done += (size_t)w;

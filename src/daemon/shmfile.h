@@ -25,13 +25,21 @@
  * holds memory left the purged set only when a byte of it is not zero:
  * a load through a shared mapping of a punched hole brings back a page
  * of zeros, which reads as purged bytes read, and that page is punched
- * again.  The sync is skipped while the backing file's allocated size
- * still equals the map's count and no writer is open.
+ * again (inside a unit; outside every unit such a page leaves the set:
+ * the range was unmarked and its owner is writing it again).  A page
+ * that holds memory and purged bytes both (a daemon write reached part
+ * of a purged page, or fallocate filled one) is read at each sync while
+ * any may exist (inode shm_mixed): once a purged byte of it is not zero
+ * it was written through a mapping, and it leaves the set whole.  The
+ * scan for new pages is skipped while the backing file's allocated size
+ * still equals the map's count.
  *
  * Memory: each page of a backing file is charged 4096 bytes, as an
  * arena page is (mem.h): reserved before the daemon writes or
  * allocates, charged when found by a sync (the kernel let a writer
- * allocate it: the tmpfs's size, SHM cap, is the hard backstop).
+ * allocate it: the tmpfs's size, SHM cap, is the hard backstop).  The
+ * daemon's own write or fallocate that finds the tmpfs full grows it to
+ * what it reserved (the size lags the RSS by up to a tick).
  *
  * Locking: as store.h (the node's lock); struct shm is set up before
  * any thread and constant after, except cap (atomic).
