@@ -286,6 +286,37 @@ START_TEST(recency_counts_uses_not_fallocate)
 }
 END_TEST
 
+/*
+ * A whole-file touch (the passthrough path's recency: an open file counts
+ * as used) moves every unit of the file after the other files' units and
+ * keeps their order among themselves.
+ */
+START_TEST(touch_all_keeps_the_file_order)
+{
+	struct inode *a = file_with("a", 3 * PG), *b = file_with("b", PG);
+	char buf[8];
+
+	ck_assert_int_eq(vset(a, "mark", "0:4096 8192:4096"), 0);
+	ck_assert_int_eq(vset(b, "mark", "0:4096"), 0);
+	ck_assert_int_eq(vset(a, "mark", "4096:4096"), 0);
+	/* a's units from coldest: 8192, then 4096 marked after b, then 0 read now ... */
+	ck_assert_int_eq(fs_read(&fs, a, 0, 1, buf), 1);
+	/* ... and now the whole file is used: b is the coldest. */
+	pthread_rwlock_wrlock(&a->lock);
+	units_touch_all(&fs.lru, &a->units);
+	pthread_rwlock_unlock(&a->lock);
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert_str_eq(vget(b, "ranges"), "0:4096 purged priority=3\n");
+	/* Within a, the order its uses gave (not page order): 8192, 4096, 0. */
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert_str_eq(vget(a, "ranges"), "0:4096 volatile priority=3\n"
+			 "4096:4096 volatile priority=3\n8192:4096 purged priority=3\n");
+	ck_assert_uint_eq(evict_bytes(&fs, 1), PG);
+	ck_assert_str_eq(vget(a, "ranges"), "0:4096 volatile priority=3\n"
+			 "4096:4096 purged priority=3\n8192:4096 purged priority=3\n");
+}
+END_TEST
+
 /* The pieces of a split unit keep their unit's place, in page order. */
 START_TEST(split_pieces_keep_their_place)
 {
@@ -636,6 +667,7 @@ int main(void)
 	tcase_add_test(tc, purge_order_is_priority_then_age_then_lru);
 	tcase_add_test(tc, recency_counts_uses_not_fallocate);
 	tcase_add_test(tc, split_pieces_keep_their_place);
+	tcase_add_test(tc, touch_all_keeps_the_file_order);
 	tcase_add_test(tc, purge_size_stops_once_enough_was_freed);
 	tcase_add_test(tc, write_over_limit_purges_volatile_data_first);
 	tcase_add_test(tc, write_policy_unmark_makes_written_pages_non_volatile);
