@@ -12,7 +12,7 @@
 #   - a page written through a mapping after the purge leaves the purged set
 #     (whole, as a write-back does on the classic path); a page only read
 #     through the mapping stays purged; a write(2) through an open made while
-#     the mount holds volatile units removes exactly its bytes;
+#     the mount held a mark removes exactly its bytes;
 #   - recency: a file held open and read only through a mapping is not the
 #     coldest (an open file counts as used every second); a closed one
 #     marked after it goes first;
@@ -21,7 +21,8 @@
 #     max(1%, 4 MiB) while (a) a cache directory is flooded with 4x the limit,
 #     (b) plain files are written until ENOSPC, (c) a process writes through a
 #     mapping into the holes of a sparse file of 4x the limit until the kernel stops
-#     it (SIGBUS: the private tmpfs is full).
+#     it (SIGBUS: the private tmpfs is full), (d) four processes fallocate a quarter
+#     of the mount at once, again and again, half of the files volatile.
 # Then, unmounted: passthrough=on with purged_read=eio is refused at mount
 # time with exit status 1 and a message.  (A mount by a user, without
 # CAP_SYS_ADMIN, takes the classic path with passthrough=auto: user.sh.)
@@ -224,8 +225,31 @@ if not (os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGBUS):
     sys.exit("writing %d bytes through a mapping of a mount of a quarter of that ended with status %d, not SIGBUS" % (size, st))
 EOF
 }
+falloc_race()
+{
+	rm -f sparse
+	# Four fallocates at once of a quarter of the mount each, over and over on fresh
+	# files, half of them volatile: each is reserved by the daemon before the tmpfs
+	# grows, and the volatile ones purge for the others.
+	local k pids=()
+	for k in 1 2 3 4; do
+		(
+			for ((i = 0; i < 8; i++)); do
+				: > "fa$k.$i"
+				if ((i % 2)); then
+					setfattr -n user.volatile.mark -v all "fa$k.$i"
+				fi
+				fallocate -l "$((limit / 4))" "fa$k.$i" 2> /dev/null || true
+			done
+		) &
+		pids+=($!)
+	done
+	wait "${pids[@]}" # not the sampler
+	rm -f fa*
+}
 bound_case "cache directory flood" flood_cache
 bound_case "plain files until ENOSPC" fill_plain
 bound_case "mapping writes into holes" map_holes
+bound_case "concurrent fallocates" falloc_race
 rm -f sparse p* big
 mount_answers
