@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -379,13 +380,65 @@ out:
 /* ------------------------------------------------------------------ */
 /* The store's functions (store.h), each under the node's lock. */
 
-static _Thread_local char *read_buf;
-static _Thread_local size_t read_cap;
+/*
+ * Each thread's read buffer (a read's bytes must outlive the call until
+ * the reply is out), freed with its thread: libfuse's workers come and
+ * go (max_idle_threads), so a plain thread-local pointer would leak one
+ * buffer per worker that ended.
+ */
+struct read_buf {
+	char *p;
+	size_t cap;
+};
+
+static pthread_key_t read_key;
+static pthread_once_t read_once = PTHREAD_ONCE_INIT;
+static int read_key_err;
+
+static void read_buf_free(void *v)
+{
+	struct read_buf *b = v;
+
+	free(b->p);
+	free(b);
+}
+
+static void read_key_make(void)
+{
+	read_key_err = pthread_key_create(&read_key, read_buf_free);
+}
+
+/* This thread's buffer with room for size bytes, or NULL (no memory). */
+static char *read_buf_get(size_t size)
+{
+	struct read_buf *b;
+
+	if (pthread_once(&read_once, read_key_make) != 0 || read_key_err)
+		return NULL;
+	b = pthread_getspecific(read_key);
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b || pthread_setspecific(read_key, b) != 0) {
+			free(b);
+			return NULL;
+		}
+	}
+	if (size > b->cap) {
+		char *p = realloc(b->p, size);
+
+		if (!p)
+			return NULL;
+		b->p = p;
+		b->cap = size;
+	}
+	return b->p;
+}
 
 static ssize_t shm_read_iov(struct fs *fs, struct inode *n, uint64_t off, size_t size,
 			    struct iovec *iov, size_t *niov)
 {
 	ssize_t got = 0;
+	char *read_buf;
 	int fd;
 
 	*niov = 0;
@@ -395,14 +448,9 @@ static ssize_t shm_read_iov(struct fs *fs, struct inode *n, uint64_t off, size_t
 		size = n->size - off;
 	if (fs->purged_eio && extset_intersects(&n->purged, off, off + size))
 		return -EIO;
-	if (size > read_cap) {
-		char *p = realloc(read_buf, size);
-
-		if (!p)
-			return -ENOMEM;
-		read_buf = p;
-		read_cap = size;
-	}
+	read_buf = read_buf_get(size);
+	if (!read_buf)
+		return -ENOMEM;
 	fd = shm_backing_open(fs, n, false);
 	if (fd >= 0) {
 		got = pread(fd, read_buf, size, (off_t)off);

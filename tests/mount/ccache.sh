@@ -20,7 +20,8 @@
 # `ccache -s` must still work; user.volatile.stats shows purges_total > 0
 # and files_unlinked_total > 0; the mount still answers.  ccache's log (off
 # the mount: its stats files may be purged) must count each compile as a
-# hit or a miss: pass 1 all misses; pass 2, run newest first, some hits
+# hit, a miss or a fallback to the compiler (its temporary file purged): pass 1 no
+# hit; pass 2, run newest first, some hits
 # (what the purges spared: tighten_limit leaves 4 MiB and more, several
 # results) and
 # some misses (what they took).  Needs ccache, gcc and python3.
@@ -114,13 +115,28 @@ same()
 	ok "$1: $n objects identical to the reference ($SECONDS s; $(find "$CCACHE_DIR" -type f | wc -l) files in CCACHE_DIR)"
 }
 
-# results PASS: hits and misses (set) in PASS's ccache log.
+# results PASS: hits, misses and fallbacks (set) in PASS's ccache log.  A
+# fallback: ccache's own temporary file (the preprocessor's output, in
+# CCACHE_DIR/tmp on the mount, volatile like everything under auto=unlink)
+# was purged and its name removed before ccache read it back ("Failed to
+# read ...: No such file or directory"); ccache then runs the real compiler,
+# whose object the same check compares.  Seen here in 2 of 11 runs of the
+# tight limit, on the classic path.
 results()
 {
 	hits=$(grep -cE 'Result: (direct|preprocessed)_cache_hit$' "$tmp/$1.log") || true
 	misses=$(grep -cE 'Result: cache_miss$' "$tmp/$1.log") || true
-	eq "$1: every compile is a hit or a miss (ccache's log)" "$((hits + misses))" "$n"
-	ok "$1: $hits hits, $misses misses"
+	fallbacks=$(grep -c 'Failed; falling back to running the real compiler$' "$tmp/$1.log") ||
+		true
+	if ((hits + misses + fallbacks != n)); then
+		# What ccache said of the compile that was none of those (for the report).
+		grep -B4 -E 'Result: |rror|ailed|orrupt|issing' "$tmp/$1.log" |
+			grep -vE 'Result: ((direct|preprocessed)_cache_(hit|miss)|cache_miss)$' |
+			head -20 | sed "s/^/$vfs_test: $1.log: /" >&2 || true
+	fi
+	eq "$1: every compile is a hit, a miss or a fallback (ccache's log)" \
+		"$((hits + misses + fallbacks))" "$n"
+	ok "$1: $hits hits, $misses misses, $fallbacks fallbacks to the compiler"
 }
 
 CCACHE_LOGFILE=$tmp/pass1.log compile_all "$tmp/out1" up ccache || fail "pass 1: a ccache gcc -c failed"
@@ -133,7 +149,7 @@ CCACHE_LOGFILE=$tmp/pass2.log compile_all "$tmp/out2" down ccache || fail "pass 
 same "pass 2 (newest first)" "$tmp/out2"
 results pass2
 ((hits > 0)) || fail "pass 2: no hit: the purges left ccache nothing"
-((misses > 0)) || fail "pass 2: no miss: the limit did not cost ccache anything"
+((misses + fallbacks > 0)) || fail "pass 2: no miss: the limit did not cost ccache anything"
 ok "pass 2: ccache still hits under the limit, and misses what was purged"
 
 (cd "$src" && ccache "$GCC" -O1 -o "$tmp/prog" main.c "$tmp"/out2/t*.o) || fail "linking the program failed"
