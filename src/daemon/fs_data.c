@@ -254,7 +254,7 @@ void fs_pt_walk(struct fs *fs, bool touch)
 	for (struct inode *n = fs->pt_open; n; n = n->pt_next) {
 		/* pt_lock nests inside inode locks: only try.  A file whose
 		 * lock is held is in use now; the next walk finds it. */
-		if ((!touch && !n->pt_writers) || pthread_rwlock_trywrlock(&n->lock) != 0)
+		if (pthread_rwlock_trywrlock(&n->lock) != 0)
 			continue;
 		if (n->pt_writers)
 			fs_sync_locked(fs, n);
