@@ -38,6 +38,7 @@
 #include "fs.h"
 #include "fuseio.h"
 #include "notify.h"
+#include "tbuf.h"
 #include "ops.h"
 #include "vol.h"
 #include "vxattr.h"
@@ -46,92 +47,16 @@
 #define CACHE_TIMEOUT 86400.0
 
 /*
- * Reply buffers for directory listings and xattr values: one per worker
- * thread, kept between requests up to THREAD_BUF_KEEP bytes; a larger
- * one is given back after its reply (thread_buf_shrink), so that many
- * workers that once served a large reply do not keep it for good.
- * Reads need none (vfs_read).
+ * Reply buffers for directory listings and xattr values: the worker
+ * thread's (tbuf.h), kept between requests up to THREAD_BUF_KEEP bytes;
+ * a larger one is given back after its reply, so that many workers that
+ * once served a large reply do not keep it for good.
  */
 #define THREAD_BUF_KEEP (16u << 10)
 
-struct thread_buf {
-	char *p;
-	size_t cap;
-};
-
-static pthread_key_t buf_key;
-static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
-static bool buf_key_ok;
-
-static void thread_buf_free(void *arg)
-{
-	struct thread_buf *b = arg;
-
-	free(b->p);
-	free(b);
-}
-
-static void thread_buf_key_init(void)
-{
-	buf_key_ok = pthread_key_create(&buf_key, thread_buf_free) == 0;
-}
-
 void ops_thread_cleanup(void)
 {
-	struct thread_buf *b;
-
-	pthread_once(&buf_once, thread_buf_key_init); /* buf_key_ok is set there */
-	if (!buf_key_ok)
-		return;
-	b = pthread_getspecific(buf_key);
-	if (b) {
-		pthread_setspecific(buf_key, NULL);
-		thread_buf_free(b);
-	}
-}
-
-/* A buffer of at least size bytes for this thread, or NULL. */
-static char *thread_buf(size_t size)
-{
-	struct thread_buf *b;
-
-	pthread_once(&buf_once, thread_buf_key_init);
-	if (!buf_key_ok)
-		return NULL;
-	b = pthread_getspecific(buf_key);
-	if (!b) {
-		b = calloc(1, sizeof(*b));
-		if (!b || pthread_setspecific(buf_key, b) != 0) {
-			free(b);
-			return NULL;
-		}
-	}
-	if (b->cap < size) {
-		size_t cap = size < 4096 ? 4096 : size;
-		char *p = realloc(b->p, cap);
-
-		if (!p)
-			return NULL;
-		b->p = p;
-		b->cap = cap;
-	}
-	return b->p;
-}
-
-/* After a reply: a buffer grown past THREAD_BUF_KEEP goes back. */
-static void thread_buf_shrink(void)
-{
-	struct thread_buf *b;
-
-	pthread_once(&buf_once, thread_buf_key_init); /* buf_key_ok is set there */
-	if (!buf_key_ok)
-		return;
-	b = pthread_getspecific(buf_key);
-	if (b && b->cap > THREAD_BUF_KEEP) {
-		free(b->p);
-		b->p = NULL;
-		b->cap = 0;
-	}
+	tbuf_release();
 }
 
 /*
@@ -715,7 +640,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	d.buf = thread_buf(size);
+	d.buf = tbuf_get(size);
 	if (!d.buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -741,7 +666,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 			fs_forget(d.fs, d.given[i], 1);
 	}
 	free(d.given);
-	thread_buf_shrink();
+	tbuf_shrink(THREAD_BUF_KEEP);
 }
 
 static void vfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -811,7 +736,7 @@ static void vfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	char *buf = NULL;
 	long len;
 
-	if (size && !(buf = thread_buf(size))) {
+	if (size && !(buf = tbuf_get(size))) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -825,7 +750,7 @@ static void vfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 		len = vxattr_getxattr(fs_of(req), node_of(req, ino), name, buf, size);
 		notify_reply_xattr(nt_of(req), req, len, buf, size);
 	}
-	thread_buf_shrink();
+	tbuf_shrink(THREAD_BUF_KEEP);
 }
 
 static void vfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -833,12 +758,12 @@ static void vfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char *buf = NULL;
 	long len;
 
-	if (size && !(buf = thread_buf(size))) {
+	if (size && !(buf = tbuf_get(size))) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	len = vxattr_listxattr(fs_of(req), node_of(req, ino), buf, size);
-	reply_xattr_buf(req, len, buf, size);	thread_buf_shrink();
+	reply_xattr_buf(req, len, buf, size);	tbuf_shrink(THREAD_BUF_KEEP);
 }
 
 static void vfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "file.h"
 #include "fs.h"
 #include "meta.h"
+#include "tbuf.h"
 
 #define PG ARENA_PAGE_SIZE
 
@@ -380,60 +380,6 @@ out:
 /* ------------------------------------------------------------------ */
 /* The store's functions (store.h), each under the node's lock. */
 
-/*
- * Each thread's read buffer (a read's bytes must outlive the call until
- * the reply is out), freed with its thread: libfuse's workers come and
- * go (max_idle_threads), so a plain thread-local pointer would leak one
- * buffer per worker that ended.
- */
-struct read_buf {
-	char *p;
-	size_t cap;
-};
-
-static pthread_key_t read_key;
-static pthread_once_t read_once = PTHREAD_ONCE_INIT;
-static int read_key_err;
-
-static void read_buf_free(void *v)
-{
-	struct read_buf *b = v;
-
-	free(b->p);
-	free(b);
-}
-
-static void read_key_make(void)
-{
-	read_key_err = pthread_key_create(&read_key, read_buf_free);
-}
-
-/* This thread's buffer with room for size bytes, or NULL (no memory). */
-static char *read_buf_get(size_t size)
-{
-	struct read_buf *b;
-
-	if (pthread_once(&read_once, read_key_make) != 0 || read_key_err)
-		return NULL;
-	b = pthread_getspecific(read_key);
-	if (!b) {
-		b = calloc(1, sizeof(*b));
-		if (!b || pthread_setspecific(read_key, b) != 0) {
-			free(b);
-			return NULL;
-		}
-	}
-	if (size > b->cap) {
-		char *p = realloc(b->p, size);
-
-		if (!p)
-			return NULL;
-		b->p = p;
-		b->cap = size;
-	}
-	return b->p;
-}
-
 static ssize_t shm_read_iov(struct fs *fs, struct inode *n, uint64_t off, size_t size,
 			    struct iovec *iov, size_t *niov)
 {
@@ -448,7 +394,7 @@ static ssize_t shm_read_iov(struct fs *fs, struct inode *n, uint64_t off, size_t
 		size = n->size - off;
 	if (fs->purged_eio && extset_intersects(&n->purged, off, off + size))
 		return -EIO;
-	read_buf = read_buf_get(size);
+	read_buf = tbuf_get(size); /* until the reply is out (tbuf.h) */
 	if (!read_buf)
 		return -ENOMEM;
 	fd = shm_backing_open(fs, n, false);
