@@ -114,10 +114,10 @@ struct fs {
 	const struct store_ops *store;
 	struct shm shm;           /* the shared-memory store's tmpfs (root -1: none) */
 	bool passthrough;         /* files are opened through the kernel (SPEC 11) */
-	/* Files with passthrough opens (inode.h pt_prev/pt_next), for
+	/* Files with passthrough opens (inode.h pt_link), for
 	 * fs_touch_open; pt_lock is taken after inode locks. */
 	pthread_mutex_t pt_lock;
-	struct inode *pt_open;
+	LIST_HEAD(, inode) pt_open;
 	struct fs_hooks hooks;
 	uid_t owner;              /* the user who mounted; immutable */
 	bool purged_eio;          /* purged_read=eio; immutable */

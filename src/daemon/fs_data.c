@@ -249,9 +249,11 @@ static void touch_file(struct fs *fs, struct inode *n)
 
 void fs_pt_walk(struct fs *fs, bool touch)
 {
+	struct inode *n;
+
 	pthread_rwlock_rdlock(&fs->ns_lock);
 	pthread_mutex_lock(&fs->pt_lock);
-	for (struct inode *n = fs->pt_open; n; n = n->pt_next) {
+	LIST_FOREACH(n, &fs->pt_open, pt_link) {
 		/* pt_lock nests inside inode locks: only try.  A file whose
 		 * lock is held is in use now; the next walk finds it. */
 		if (pthread_rwlock_trywrlock(&n->lock) != 0)
@@ -287,11 +289,7 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
 	if (id > 0) {
 		if (n->pt_opens++ == 0) {
 			pthread_mutex_lock(&fs->pt_lock);
-			n->pt_prev = NULL;
-			n->pt_next = fs->pt_open;
-			if (n->pt_next)
-				n->pt_next->pt_prev = n;
-			fs->pt_open = n;
+			LIST_INSERT_HEAD(&fs->pt_open, n, pt_link);
 			pthread_mutex_unlock(&fs->pt_lock);
 		}
 		of->passthrough = true;
@@ -336,12 +334,7 @@ int32_t fs_backing_put(struct fs *fs, struct ofile *of)
 		id = n->backing_id;
 		n->backing_id = 0;
 		pthread_mutex_lock(&fs->pt_lock);
-		if (n->pt_prev)
-			n->pt_prev->pt_next = n->pt_next;
-		else
-			fs->pt_open = n->pt_next;
-		if (n->pt_next)
-			n->pt_next->pt_prev = n->pt_prev;
+		LIST_REMOVE(n, pt_link);
 		pthread_mutex_unlock(&fs->pt_lock);
 	}
 	pthread_rwlock_unlock(&n->lock);

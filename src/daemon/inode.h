@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -115,7 +116,7 @@ struct inode {
 			 * pages of the FUSE file (notify.c); set once. */
 			_Atomic bool fuse_cached;
 			/* On fs->pt_open while pt_opens > 0 (fs->pt_lock). */
-			struct inode *pt_prev, *pt_next;
+			LIST_ENTRY(inode) pt_link;
 			/* What the kernel is yet to be told (notify.h): set
 			 * once under the notifier's lock, freed with the node. */
 			struct inval *inval;
