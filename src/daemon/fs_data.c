@@ -256,9 +256,10 @@ void fs_pt_walk(struct fs *fs, bool touch)
 	LIST_FOREACH(n, &fs->pt_open, pt_link) {
 		/* pt_lock nests inside inode locks: only try.  A file whose
 		 * lock is held is in use now; the next walk finds it. */
-		if (pthread_rwlock_trywrlock(&n->lock) != 0)
+		if ((!touch && !atomic_load(&n->pt_writers)) ||
+		    pthread_rwlock_trywrlock(&n->lock) != 0)
 			continue;
-		if (n->pt_writers)
+		if (atomic_load(&n->pt_writers))
 			fs_sync_locked(fs, n);
 		if (touch)
 			touch_file(fs, n);
@@ -294,7 +295,7 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
 		}
 		of->passthrough = true;
 		if ((of->flags & O_ACCMODE) != O_RDONLY)
-			n->pt_writers++;
+			atomic_fetch_add(&n->pt_writers, 1);
 		touch_file(fs, n);
 	}
 	pthread_rwlock_unlock(&n->lock);
@@ -326,7 +327,7 @@ int32_t fs_backing_put(struct fs *fs, struct ofile *of)
 	pthread_rwlock_wrlock(&n->lock);
 	of->passthrough = false;
 	if ((of->flags & O_ACCMODE) != O_RDONLY) {
-		n->pt_writers--;
+		atomic_fetch_sub(&n->pt_writers, 1);
 		fs_sync_locked(fs, n); /* what it wrote behind the daemon */
 	}
 	touch_file(fs, n); /* read up to now */

@@ -107,7 +107,10 @@ struct inode {
 			 * exist (0: none) and their count. */
 			struct timespec shm_atime, shm_mtime;
 			int32_t backing_id;
-			uint32_t pt_opens, pt_writers; /* writers: writable ones */
+			uint32_t pt_opens;
+			/* The writable ones among them: changed under lock,
+			 * read without it by fs_pt_walk's quick skip. */
+			_Atomic uint32_t pt_writers;
 			/* Some page holds memory and purged bytes both
 			 * (shmfile.c: mixed pages); under lock. */
 			bool shm_mixed;
