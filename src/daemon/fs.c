@@ -90,7 +90,7 @@ void fs_shm_recap(struct fs *fs)
 	 * again at the next sync) and stores through a mapping or an open
 	 * the kernel writes itself, until the monitor purges.
 	 */
-	uint64_t slack = limit / 100 > MEM_RECONCILE_BYTES ? limit / 100 : MEM_RECONCILE_BYTES;
+	uint64_t slack = mem_allowance(limit);
 	/* Less what our RSS may grow by before the next tick, and what the
 	 * size may lag (it moves only by more than RECAP_STEP). */
 	uint64_t keep = rss + RECAP_STEP + (1u << 20);

@@ -90,6 +90,15 @@ struct mem {
 	int statm_fd;
 };
 
+/*
+ * SPEC section 3's allowance over the limit: max(1% of it, 4 MiB).  The
+ * passthrough path sizes its tmpfs with it (fs_shm_recap).
+ */
+static inline uint64_t mem_allowance(uint64_t limit)
+{
+	return limit / 100 > (4u << 20) ? limit / 100 : (4u << 20);
+}
+
 /* Default memory_limit: half of physical memory. */
 uint64_t mem_default_limit(void);
 
