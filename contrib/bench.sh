@@ -26,17 +26,21 @@
 # takes about 10-15 minutes on 2 cores. The figures are only as quiet as the machine: run it
 # when nothing else runs, and compare ratios rather than absolute figures.
 #
-# GROUPs (for --only): fio small glyph mark purge limit scale tree flood pressure mem.
+# GROUPs (for --only): fio small dirops glyph mark purge limit scale tree flood pressure mem.
 #
 # Both data paths (SPEC section 11): the volatilefs column is the classic path
 # (-o passthrough=off); the passthrough column a second volatilefs mount with -o
 # passthrough=on, which runs the loop groups' workloads that do not need the classic mount
-# (fio, small files, plain glyph frames, no-op round trips).  The mem group writes a 1 GiB
-# file to tmpfs and to each path, reads it once, and reports what the machine holds for it
-# (MemTotal - MemFree, after dropping caches before) and its parts: the daemon's VmRSS,
-# shared memory (Shmem: tmpfs pages, backing files) and the FUSE file's own page cache
-# (fincore of the FUSE file on the classic path; on the passthrough path fincore sees the
-# backing file's pages, already in Shmem, so that part is left out), and their sum.  Memory
+# (fio, small files, plain glyph frames, no-op round trips), and the directory operations of
+# several threads in one directory (dirops), where the two mounts differ by more than the data
+# path: the passthrough mount asks the kernel for parallel lookups and readdirs
+# (FUSE_PARALLEL_DIROPS), the classic mount keeps libfuse's own /dev/fuse I/O, which never does.
+# The mem group writes a 1 GiB file to tmpfs and to each path, reads it once, and reports
+# what the machine holds for it (MemTotal - MemFree, after dropping caches before) and its
+# parts: the daemon's VmRSS, shared memory (Shmem: tmpfs pages, backing files) and the FUSE
+# file's own page cache (fincore of the FUSE file on the classic path; on the passthrough
+# path fincore sees the backing file's pages, already in Shmem, so that part is left out),
+# and their sum.  Memory
 # freed late by the mount before (a private tmpfs goes with the daemon's last descriptor)
 # would count against the file: the baseline is read after 2 s and a second drop of caches.
 # Even so MemTotal - MemFree moved by 0.5-0.75 of the parts' sum in the runs of 2026-12-05
@@ -50,7 +54,7 @@ set -euo pipefail
 
 readonly PKGS=(fio fuse-overlayfs gnuplot-nox jq meson ninja-build pkg-config gcc libfuse3-dev
 	libbsd-dev check fuse3 attr)
-readonly ALL_GROUPS="fio small glyph mark purge limit scale tree flood pressure mem"
+readonly ALL_GROUPS="fio small dirops glyph mark purge limit scale tree flood pressure mem"
 
 prog=${0##*/}
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -84,7 +88,7 @@ build() {
 	HB=$BUILD/bench
 	mkdir -p "$HB"
 	local p libs
-	for p in smallfiles glyphbench markbench purgebench rsswatch pressurebench fillbench nullfuse; do
+	for p in smallfiles lookupbench glyphbench markbench purgebench rsswatch pressurebench fillbench nullfuse; do
 		libs=()
 		case $p in
 		glyphbench | markbench | purgebench)
@@ -394,6 +398,19 @@ wl_small() {
 	local fs=$1 k
 	helper "$HB/smallfiles" phases "${MNT[$fs]}" "$SF_N"
 	for k in create stat restat read unlink; do rec "sf_$k" "$fs" "$(val "$k")"; done
+}
+
+wl_dirops() {
+	local fs=$1 d=${MNT[$1]}/dirops mode t
+	for mode in miss hit readdir; do
+		for t in 1 4; do
+			rm -rf -- "$d"
+			mkdir -p "$d"
+			helper "$HB/lookupbench" "$d" "$mode" "$t" "$DIROPS_SECS" 2000
+			rec "dirops_${mode}_$t" "$fs" "$(val ops_per_s)"
+		done
+	done
+	rm -rf -- "$d"
 }
 
 wl_glyph() {
@@ -757,6 +774,12 @@ sf_stat|small files: stat ($SF_N, right after the writes)|ops/s|up
 sf_restat|small files: stat again ($SF_N, attributes cached)|ops/s|up
 sf_read|small files: open + read 4 KiB + close ($SF_N)|ops/s|up
 sf_unlink|small files: unlink ($SF_N)|ops/s|up
+dirops_miss_1|one directory, 1 thread: stat of missing names (each a LOOKUP)|ops/s|up
+dirops_miss_4|... 4 threads|ops/s|up
+dirops_hit_1|one directory of 2000 files, 1 thread: stat of each, dentries dropped before (each a LOOKUP)|ops/s|up
+dirops_hit_4|... 4 threads|ops/s|up
+dirops_readdir_1|one directory of 2000 files, 1 thread: list it whole, again and again|lists/s|up
+dirops_readdir_4|... 4 threads|lists/s|up
 glyph_plain|glyph atlas 64 MiB: frames, mmap reads only|frames/s|up
 glyph_vol|glyph atlas: frames, volatile while idle, batched (1 unmark + 1 purged listing + 1 mark a frame)|frames/s|up
 glyph_vol_ratio|... volatile frames/s over plain frames/s, same repetition (aim >= 0.5)|x|up
@@ -938,10 +961,12 @@ main() {
 
 	if ((quick)); then
 		REPS=${reps:-3} FIO_SIZE=256M RAND_SECS=1 SF_N=2000 GLYPH_FRAMES=300 PAIR_SECS=0.3
+		DIROPS_SECS=0.5
 		PURGE_SIZE=256M SCALE_SIZES=(1000 10000 100000) SCALE_SAMPLE=1000
 		TREE_N=100000 TREE_STATS=10000 FLOOD_SIZE=512M PRESS_REPS=${reps:-1}
 	else
 		REPS=${reps:-5} FIO_SIZE=1G RAND_SECS=5 SF_N=10000 GLYPH_FRAMES=2000 PAIR_SECS=2
+		DIROPS_SECS=2
 		PURGE_SIZE=1G SCALE_SIZES=(1000 100000 1000000) SCALE_SAMPLE=10000
 		TREE_N=1000000 TREE_STATS=50000 FLOOD_SIZE=1G PRESS_REPS=${reps:-3}
 	fi
@@ -958,7 +983,7 @@ main() {
 
 	start=$(date +%s)
 	local -a loop_groups=()
-	for group in fio small glyph mark purge limit scale; do
+	for group in fio small dirops glyph mark purge limit scale; do
 		[[ " $only " == *" $group "* ]] && loop_groups+=("$group")
 	done
 	if [[ ${#loop_groups[@]} -gt 0 ]]; then
@@ -1057,6 +1082,13 @@ report() { # COMMAND QUICK SECONDS
   the kernel caches stay as the phase before left them. The first stats follow the writes,
   which make the kernel drop the attributes it had (so a FUSE stat asks the daemon); the
   second find them cached. Rates from \`clock_gettime\` around each phase.
+- **directory operations** (bench/lookupbench.c): 1 and 4 threads in one fresh directory:
+  stat of names that do not exist (every one a LOOKUP: FUSE keeps no negative entry without
+  a timeout); stat of each of 2000 files once between the threads, dentries dropped before
+  each round (every stat a LOOKUP); and listing the 2000-file directory whole, over and over.
+  Without \`FUSE_PARALLEL_DIROPS\` the kernel sends one LOOKUP or READDIR of a directory at a
+  time: the classic mount goes without it (libfuse 3.14 never asks), the passthrough mount
+  asks for it, so the 4-thread rows of the two show what it is worth.
 - **glyph atlas** (bench/glyphbench.c): a 64 MiB file of entries of 4-64 KiB read through a
   shared mmap; 48 entry uses a frame, 80% from a hot tenth. "mmap reads only" on every
   filesystem. On volatilefs also with every entry marked volatile while idle (4 frames unused)

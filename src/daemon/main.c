@@ -319,8 +319,13 @@ int main(int argc, char *argv[])
 		goto out_session;
 	if (fuse_session_mount(se, copts.mountpoint) != 0)
 		goto out_signals;
-	/* Our own /dev/fuse I/O asks for passthrough at INIT (fuseio.h). */
-	if (!why_classic && fuseio_attach(se, FUSEIO_PASSTHROUGH) != 0) {
+	/* Our own /dev/fuse I/O asks for passthrough at INIT (fuseio.h), and
+	 * for parallel lookups and readdirs in one directory, which libfuse
+	 * 3.14 never asks for: 1.5-1.7x the lookups and listings of four
+	 * threads in one directory (bench/results/parallel-dirops.md).  A
+	 * classic mount keeps libfuse's own I/O (splice) and goes without. */
+	if (!why_classic &&
+	    fuseio_attach(se, FUSEIO_PASSTHROUGH | FUSEIO_PARALLEL_DIROPS) != 0) {
 		fprintf(stderr, "volatilefs: cannot take over /dev/fuse I/O\n");
 		goto out_unmount;
 	}

@@ -7,6 +7,8 @@
 #     the daemon (its VmRSS grows by less than 16 MiB).  Should INIT lose the
 #     passthrough flag, every open logs "passthrough open refused" and
 #     with-mount fails on the daemon's output;
+#   - FUSE_PARALLEL_DIROPS: four lookups in one directory are in flight at
+#     once (counted in /sys/fs/fuse/connections/N/waiting, daemon stopped);
 #   - a purge is seen at once by an existing mapping (zeros, no invalidation
 #     round), and user.volatile.purged lists the file;
 #   - a page written through a mapping after the purge leaves the purged set
@@ -51,8 +53,18 @@ if [[ ${1:-} != --mounted ]]; then
 	[[ $out == *"passthrough=on"*"purged_read=eio"* ]] ||
 		fail "passthrough=on with purged_read=eio: message '$out' names neither"
 	ok "passthrough=on with purged_read=eio is refused: $out"
+	# The connections' control files, for the parallel lookups' count.
+	fusectl_mounted=0
+	if ! awk '$2 == "/sys/fs/fuse/connections" { f = 1 } END { exit !f }' /proc/mounts; then
+		mount -t fusectl fusectl /sys/fs/fuse/connections ||
+			fail "cannot mount fusectl on /sys/fs/fuse/connections"
+		fusectl_mounted=1
+	fi
+	st=0
 	bash "$vfs_dir/with-mount.sh" "$daemon" -o passthrough=on,memory_limit=256M -- \
-		bash "${BASH_SOURCE[0]}" --mounted data
+		bash "${BASH_SOURCE[0]}" --mounted data || st=$?
+	((fusectl_mounted == 0)) || umount /sys/fs/fuse/connections 2> /dev/null || true
+	((st == 0)) || exit "$st"
 	bash "$vfs_dir/with-mount.sh" "$daemon" -o "passthrough=on,memory_limit=${lim_mb}M" -- \
 		bash "${BASH_SOURCE[0]}" --mounted bound
 	exit 0
@@ -107,6 +119,37 @@ print("passthrough: ok - a page written through a mapping leaves the purged set,
 mm.close()
 os.close(fd)
 EOF
+
+	# Parallel directory operations (FUSE_PARALLEL_DIROPS, asked for at
+	# INIT beside passthrough): with the daemon stopped, four stat()s of
+	# missing names in one directory are all sent at once, so the
+	# connection's count of requests waiting for an answer rises by 4.
+	# Without the flag the kernel sends one LOOKUP of a directory at a
+	# time (fuse_lock_inode) and the count rises by 1.
+	mkdir pd
+	stat pd > /dev/null
+	conn=/sys/fs/fuse/connections/$(mountpoint -d "$VFS_TEST_DIR" | cut -d: -f2)
+	[[ -r $conn/waiting ]] || fail "no $conn/waiting (fusectl not mounted?)"
+	waiting0=$(cat "$conn/waiting")
+	kill -STOP "$VFS_DAEMON_PID"
+	trap 'kill -CONT "$VFS_DAEMON_PID"; rm -f "$src"' EXIT
+	lookups=()
+	for i in 1 2 3 4; do
+		{ stat "pd/missing-$i" > /dev/null 2>&1 || true; } &
+		lookups+=($!)
+	done
+	waiting=$waiting0
+	for ((i = 0; i < 200 && waiting < waiting0 + 4; i++)); do
+		sleep 0.05
+		waiting=$(cat "$conn/waiting")
+	done
+	kill -CONT "$VFS_DAEMON_PID"
+	trap 'rm -f "$src"' EXIT
+	wait "${lookups[@]}"
+	((waiting >= waiting0 + 4)) ||
+		fail "parallel lookups: $((waiting - waiting0)) of 4 sent at once in 10 s (FUSE_PARALLEL_DIROPS lost?)"
+	ok "parallel lookups: four LOOKUPs of one directory in flight at once"
+	rmdir pd
 
 	# Recency (SPEC 11, volatilefs(8) "Purge order"): the kernel reads a
 	# passthrough file without the daemon, so an open file counts as used,
