@@ -547,7 +547,7 @@ phase_tree() {
 	mount_peer "$WORK/ptree" "$WORK/ptree-layers"
 	for ((rep = 1; rep <= REPS; rep++)); do
 		REP=$rep
-		for fs in "${FSES[@]}"; do
+		for fs in tmpfs vfs peer; do # the tree is on the classic path only
 			drop_caches 2
 			sleep 1 # let the daemons take the FORGETs that follow
 			helper "$HB/smallfiles" stattree "${MNT[$fs]}" "$TREE_N" 16 "$TREE_STATS" "$rep"
