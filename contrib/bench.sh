@@ -23,7 +23,7 @@
 # bench/results/rss-flood.png.
 #
 # --quick: 3 repetitions and smaller sizes, under 2 minutes. The full run (5 repetitions)
-# takes about 10-15 minutes on 2 cores. The figures are only as quiet as the machine: run it
+# takes about 20 minutes on 2 cores. The figures are only as quiet as the machine: run it
 # when nothing else runs, and compare ratios rather than absolute figures.
 #
 # GROUPs (for --only): fio small dirops glyph mark purge limit scale tree flood pressure mem.
