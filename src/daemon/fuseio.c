@@ -36,6 +36,7 @@ static struct {
 	_Atomic uint64_t init_unique; /* 0: no INIT seen, or answered */
 	_Atomic uint64_t offered;
 	_Atomic bool passthrough;
+	_Atomic bool killpriv; /* FUSE_HANDLE_KILLPRIV_V2 in the INIT reply */
 } io = { .devfd = -1 };
 
 /* The backing id the OPEN/CREATE reply this thread is writing carries. */
@@ -70,7 +71,8 @@ uint64_t fuseio_init_offered(const void *arg, size_t len)
 
 uint64_t fuseio_init_patch(void *out, size_t len, uint64_t offered, uint64_t want)
 {
-	uint64_t add = want & offered & (FUSEIO_PASSTHROUGH | FUSEIO_PARALLEL_DIROPS);
+	uint64_t add = want & offered &
+		       (FUSEIO_PASSTHROUGH | FUSEIO_PARALLEL_DIROPS | FUSEIO_HANDLE_KILLPRIV_V2);
 	uint32_t flags;
 
 	if (len < FUSEIO_INIT_OUT_FLAGS + 4)
@@ -79,6 +81,8 @@ uint64_t fuseio_init_patch(void *out, size_t len, uint64_t offered, uint64_t wan
 	if (len < FUSEIO_INIT_OUT_MIN_SIZE || (flags & FUSEIO_WRITEBACK_CACHE) ||
 	    !(offered & FUSEIO_INIT_EXT))
 		add &= ~FUSEIO_PASSTHROUGH;
+	if (!(add & FUSEIO_PASSTHROUGH))
+		add &= ~FUSEIO_HANDLE_KILLPRIV_V2; /* set-id clearing is tested there */
 	if (!add)
 		return 0;
 	flags |= (uint32_t)add;
@@ -134,6 +138,7 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 							 atomic_load(&io.offered), io.want);
 
 			atomic_store(&io.passthrough, (add & FUSEIO_PASSTHROUGH) != 0);
+			atomic_store(&io.killpriv, (add & FUSEIO_HANDLE_KILLPRIV_V2) != 0);
 			atomic_store(&io.init_unique, 0);
 		} else if (reply_backing > 0) {
 			fuseio_open_patch(iov[count - 1].iov_base, iov[count - 1].iov_len,
@@ -163,6 +168,11 @@ uint64_t fuseio_offered(void)
 bool fuseio_passthrough(void)
 {
 	return atomic_load(&io.passthrough);
+}
+
+bool fuseio_killpriv(void)
+{
+	return atomic_load(&io.killpriv);
 }
 
 int fuseio_backing_open(int fd)

@@ -12,7 +12,8 @@
  *     (its unique id and the flags it offers, flags2 included);
  *   - writes each reply as libfuse would, except that it adds to the
  *     INIT reply FUSE_INIT_EXT | FUSE_PASSTHROUGH and a max_stack_depth
- *     of 1 when passthrough was asked for and offered, and to an OPEN or
+ *     of 1 when passthrough was asked for and offered (with
+ *     FUSE_HANDLE_KILLPRIV_V2 when asked for), and to an OPEN or
  *     CREATE reply sent through fuseio_reply_open/_create the flag
  *     FOPEN_PASSTHROUGH and the backing id;
  *   - registers and drops backing files (FUSE_DEV_IOC_BACKING_OPEN and
@@ -25,6 +26,16 @@
  *     kernel's minor >= 36 and FUSE_INIT_EXT is in flags);
  *   - struct fuse_init_out: flags at byte 12, flags2 at byte 32,
  *     max_stack_depth at byte 36 (u32);
+ *   - FUSE_HANDLE_KILLPRIV_V2 = 1 << 28 (flags): the kernel sets SB_NOSEC,
+ *     so an inode found free of set-id bits and security.capability is
+ *     marked S_NOSEC and later writes skip file_remove_privs, which would
+ *     otherwise send a GETXATTR of security.capability before every
+ *     write(2) (the one request a passthrough write still made); an
+ *     attribute refresh clears S_NOSEC again.  In exchange fuse_setattr
+ *     computes no mode for ATTR_KILL_SUID/SGID: a chown of a
+ *     non-directory and a truncate without CAP_FSETID carry
+ *     FATTR_KILL_SUIDGID (which libfuse 3.14 drops), and a write or
+ *     fallocate to a set-id file sends a SETATTR with no attribute;
  *   - FUSE_INIT_EXT = 1 << 30 (flags), FUSE_PASSTHROUGH = 1 << 37 (bit 5
  *     of flags2); the kernel turns passthrough on only with
  *     0 < max_stack_depth <= FILESYSTEM_MAX_STACK_DEPTH and no
@@ -64,6 +75,7 @@ typedef struct fuse_req *fuse_req_t;
 /* Bits of the 64-bit INIT flags (flags | flags2 << 32). */
 #define FUSEIO_INIT_EXT         (1ull << 30)
 #define FUSEIO_PARALLEL_DIROPS  (1ull << 18)
+#define FUSEIO_HANDLE_KILLPRIV_V2 (1ull << 28)
 #define FUSEIO_WRITEBACK_CACHE  (1ull << 16)
 #define FUSEIO_PASSTHROUGH      (1ull << 37)
 #define FUSEIO_FOPEN_KEEP_CACHE   (1u << 1)
@@ -88,10 +100,11 @@ typedef struct fuse_req *fuse_req_t;
 uint64_t fuseio_init_offered(const void *arg, size_t len);
 /*
  * Add to an INIT reply's argument (out, len bytes, as libfuse built
- * it) what `want` asks for among FUSEIO_PASSTHROUGH and
- * FUSEIO_PARALLEL_DIROPS, where `offered` allows it.  Returns the bits
- * added; passthrough is added only with a reply long enough to carry
- * max_stack_depth, and never beside a writeback cache.
+ * it) what `want` asks for among FUSEIO_PASSTHROUGH,
+ * FUSEIO_PARALLEL_DIROPS and FUSEIO_HANDLE_KILLPRIV_V2, where `offered`
+ * allows it.  Returns the bits added; passthrough is added only with a
+ * reply long enough to carry max_stack_depth, and never beside a
+ * writeback cache; FUSEIO_HANDLE_KILLPRIV_V2 only with passthrough.
  */
 uint64_t fuseio_init_patch(void *out, size_t len, uint64_t offered, uint64_t want);
 /*
@@ -104,7 +117,8 @@ bool fuseio_open_patch(void *out, size_t len, int32_t backing_id);
 
 /*
  * Take over the session's device I/O (after fuse_session_mount, before
- * the loop).  want: FUSEIO_PASSTHROUGH and/or FUSEIO_PARALLEL_DIROPS.
+ * the loop).  want: FUSEIO_PASSTHROUGH, FUSEIO_PARALLEL_DIROPS,
+ * FUSEIO_HANDLE_KILLPRIV_V2.
  * Zero or -errno.
  */
 int fuseio_attach(struct fuse_session *se, uint64_t want);
@@ -112,6 +126,13 @@ int fuseio_attach(struct fuse_session *se, uint64_t want);
 uint64_t fuseio_offered(void);
 /* Whether the INIT reply turned passthrough on. */
 bool fuseio_passthrough(void);
+/*
+ * Whether the INIT reply took over clearing set-user-ID and set-group-ID
+ * (FUSE_HANDLE_KILLPRIV_V2): the kernel then clears none of them itself
+ * and the daemon must, on write, truncate, chown and the empty SETATTR a
+ * write or fallocate sends for a set-id file (ops.c, drop_setid).
+ */
+bool fuseio_killpriv(void);
 
 /* Register fd as a backing file: the id (> 0) or -errno. */
 int fuseio_backing_open(int fd);

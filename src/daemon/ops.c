@@ -255,7 +255,8 @@ static void vfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
  * handle_killpriv, covers only the group-execute case (and S_ISUID).
  * Do the rest here, before the change, as the VFS does.  all: the
  * kernel cleared nothing (a write through a passthrough open with
- * FOPEN_DIRECT_IO skips its file_remove_privs), so S_ISUID and a
+ * FOPEN_DIRECT_IO skips its file_remove_privs; with
+ * FUSE_HANDLE_KILLPRIV_V2, fuseio.h, it never clears), so S_ISUID and a
  * group-executable S_ISGID go here too, for a writer other than root
  * (the one that has CAP_FSETID).
  */
@@ -288,6 +289,36 @@ static void drop_setid(fuse_req_t req, struct inode *n, bool all)
 		fs_setattr(fs_of(req), n, &sa, &st);
 }
 
+/*
+ * What the kernel leaves to the daemon under FUSE_HANDLE_KILLPRIV_V2
+ * (fuseio.h), for a SETATTR that sets no mode: a chown or chgrp of a
+ * non-directory clears S_ISUID, and S_ISGID with group execute, whoever
+ * asks (tmpfs does, and the kernel computed it before); a truncate, and
+ * the SETATTR with no attribute that a write or fallocate of a set-id
+ * file sends, clear them as a write does (drop_setid, all).
+ */
+static void killpriv_v2(fuse_req_t req, struct inode *n, int to_set, struct fs_setattr *sa)
+{
+	const int attrs = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
+			  FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+			  FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+	struct stat st;
+
+	if (!fuseio_killpriv() || (to_set & FUSE_SET_ATTR_MODE))
+		return;
+	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		fs_getattr(fs_of(req), n, &st);
+		if (S_ISDIR(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)))
+			return;
+		sa->valid |= FS_SET_MODE;
+		sa->mode = st.st_mode & ~(mode_t)S_ISUID;
+		if (st.st_mode & S_IXGRP)
+			sa->mode &= ~(mode_t)S_ISGID;
+	} else if ((to_set & FUSE_SET_ATTR_SIZE) || !(to_set & attrs)) {
+		drop_setid(req, n, true);
+	}
+}
+
 static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			struct fuse_file_info *fi)
 {
@@ -299,12 +330,13 @@ static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	if (to_set & FUSE_SET_ATTR_MODE) { sa.valid |= FS_SET_MODE; sa.mode = attr->st_mode; }
 	if (to_set & FUSE_SET_ATTR_UID) { sa.valid |= FS_SET_UID; sa.uid = attr->st_uid; }
 	if (to_set & FUSE_SET_ATTR_GID) { sa.valid |= FS_SET_GID; sa.gid = attr->st_gid; }
+	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	killpriv_v2(req, node_of(req, ino), to_set, &sa);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		if (attr->st_size < 0) {
-			fuse_reply_err(req, EINVAL);
-			return;
-		}
-		if (!(to_set & FUSE_SET_ATTR_MODE))
+		if (!(to_set & FUSE_SET_ATTR_MODE) && !fuseio_killpriv())
 			drop_setid(req, node_of(req, ino), false);
 		sa.valid |= FS_SET_SIZE;
 		sa.size = (uint64_t)attr->st_size;
@@ -415,9 +447,13 @@ static void vfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if ((fi->flags & O_TRUNC) && S_ISREG(n->mode)) {
 		/* libfuse negotiates atomic O_TRUNC: the truncation is ours.
 		 * Like the VFS, O_TRUNC stamps mtime and ctime even on an
-		 * empty file. */
+		 * empty file, and clears set-id bits as a truncate does (the
+		 * kernel's FUSE_OPEN_KILL_SUIDGID, which libfuse 3.14 drops,
+		 * or its own SETATTR, which atomic O_TRUNC skips). */
 		struct fs_setattr sa = { .valid = FS_SET_SIZE | FS_SET_MTIME_NOW };
 		struct stat st;
+
+		drop_setid(req, n, true);
 
 		ret = fs_setattr(fs_of(req), n, &sa, &st);
 		if (ret) {
@@ -551,7 +587,8 @@ static void vfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 	}
 	struct fs *fs = fs_of(req);
 
-	drop_setid(req, node_of(req, ino), ((struct ofile *)(uintptr_t)fi->fh)->passthrough);
+	drop_setid(req, node_of(req, ino),
+		   ((struct ofile *)(uintptr_t)fi->fh)->passthrough || fuseio_killpriv());
 	n = fs_write(fs, node_of(req, ino), (uint64_t)off, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);

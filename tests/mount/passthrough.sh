@@ -9,6 +9,10 @@
 #     with-mount fails on the daemon's output;
 #   - FUSE_PARALLEL_DIROPS: four lookups in one directory are in flight at
 #     once (counted in /sys/fs/fuse/connections/N/waiting, daemon stopped);
+#   - FUSE_HANDLE_KILLPRIV_V2: 64 writes of 1 MiB send at most 8 GETXATTRs
+#     (counted in the daemon's -d output on a mount of its own; 64 without
+#     it), and a set-user-ID bit set after an open the kernel writes through
+#     itself is cleared by another user's write;
 #   - a purge is seen at once by an existing mapping (zeros, no invalidation
 #     round), and user.volatile.purged lists the file;
 #   - a page written through a mapping after the purge leaves the purged set
@@ -53,6 +57,28 @@ if [[ ${1:-} != --mounted ]]; then
 	[[ $out == *"passthrough=on"*"purged_read=eio"* ]] ||
 		fail "passthrough=on with purged_read=eio: message '$out' names neither"
 	ok "passthrough=on with purged_read=eio is refused: $out"
+	# FUSE_HANDLE_KILLPRIV_V2: without it the kernel asks the daemon for
+	# security.capability before every write(2), the one request a passthrough
+	# write still made.  Counted in the daemon's debug output (-d): 64 writes
+	# of 1 MiB to a fresh file; with it, a handful (after each refresh of the
+	# file's attributes), without it 64.
+	m=$(mktemp -d)
+	log=$(mktemp)
+	timeout 60 "$daemon" -f -d -o passthrough=on "$m" > "$log" 2>&1 &
+	dpid=$!
+	for _ in $(seq 100); do is_mounted "$m" && break; sleep 0.1; done
+	is_mounted "$m" || { kill "$dpid"; fail "debug mount did not appear: $(tail -5 "$log")"; }
+	st=0
+	dd if=/dev/zero of="$m/w" bs=1M count=64 status=none || st=$?
+	fusermount3 -u "$m"
+	wait "$dpid" || true
+	rmdir "$m"
+	((st == 0)) || fail "64 MiB write on the debug mount failed"
+	n=$(grep -ac 'opcode: GETXATTR' "$log" || true)
+	rm -f "$log"
+	((n <= 8)) || fail "64 writes of 1 MiB sent $n GETXATTRs (security.capability):" \
+		"FUSE_HANDLE_KILLPRIV_V2 was not negotiated"
+	ok "64 writes of 1 MiB sent $n GETXATTRs (FUSE_HANDLE_KILLPRIV_V2)"
 	# The connections' control files, for the parallel lookups' count.
 	fusectl_mounted=0
 	if ! awk '$2 == "/sys/fs/fuse/connections" { f = 1 } END { exit !f }' /proc/mounts; then
@@ -61,7 +87,7 @@ if [[ ${1:-} != --mounted ]]; then
 		fusectl_mounted=1
 	fi
 	st=0
-	bash "$vfs_dir/with-mount.sh" "$daemon" -o passthrough=on,memory_limit=256M -- \
+	bash "$vfs_dir/with-mount.sh" "$daemon" -o passthrough=on,memory_limit=256M,allow_other -- \
 		bash "${BASH_SOURCE[0]}" --mounted data || st=$?
 	((fusectl_mounted == 0)) || umount /sys/fs/fuse/connections 2> /dev/null || true
 	((st == 0)) || exit "$st"
@@ -88,6 +114,48 @@ if [[ $2 == data ]]; then
 	shared=$(stat_of shared_bytes)
 	((shared >= 64 * mib)) || fail "shared_bytes $shared, want >= 64 MiB"
 	ok "64 MiB intact, in shared memory ($shared bytes), daemon VmRSS +$((rss1 - rss0)) KiB"
+
+	# Before the mount's first mark, a writable open is one the kernel writes
+	# through itself.  A set-user-ID bit set after such an open is still
+	# cleared by a write of another user (the kernel sends the daemon a
+	# SETATTR that names nothing: FUSE_HANDLE_KILLPRIV_V2, ops.c).
+	printf 'old' > sid
+	chmod 0666 sid
+	chmod o+x . # for the other user, who opens sid here
+	python3 - << 'EOF' || fail "set-user-ID after the open: checks failed (above)"
+import os, sys
+r, w = os.pipe()
+r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    code = 1
+    try:
+        os.close(r); os.close(w2)
+        os.setgroups([]); os.setgid(65534); os.setuid(65534)
+        fd = os.open("sid", os.O_WRONLY)
+        os.write(w, b"r")
+        if os.read(r2, 1) == b"g" and os.pwrite(fd, b"X", 0) == 1:
+            code = 0
+    except OSError as e:
+        print("writer: %s" % e, file=sys.stderr)
+    os._exit(code)
+os.close(w); os.close(r2)
+if os.read(r, 1) != b"r":
+    os.waitpid(pid, 0)
+    sys.exit("the writer (uid 65534) could not open the file")
+os.chmod("sid", 0o4777)
+os.write(w2, b"g")
+_, status = os.waitpid(pid, 0)
+if status != 0:
+    sys.exit("writer failed: status %#x" % status)
+mode = os.stat("sid").st_mode & 0o7777
+if mode != 0o777:
+    sys.exit("mode after another user's write: %o, want 777" % mode)
+with open("sid", "rb") as f:
+    if f.read() != b"Xld":
+        sys.exit("contents after the write differ")
+print("passthrough: ok - S_ISUID set after a kernel-written open is cleared by another user's write")
+EOF
 
 	# Purge seen by an existing mapping; spans written after it leave the set.
 	python3 - << 'EOF' || fail "mapping checks failed (above)"

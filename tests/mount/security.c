@@ -890,6 +890,57 @@ START_TEST(truncate_by_other_user_clears_setuid_and_setgid)
 }
 END_TEST
 
+/* tmpfs: so does an open with O_TRUNC (do_truncate asks to kill them, as a truncate does). */
+START_TEST(open_trunc_by_other_user_clears_setuid_and_setgid)
+{
+	make_file("f", "old", 06777);
+	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_OPEN, .a = "f", .flags = O_WRONLY | O_TRUNC);
+	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0777);
+	assert_contents("f", "");
+}
+END_TEST
+
+/*
+ * tmpfs: a write clears S_ISUID set after the writer opened the file.  On the passthrough
+ * path that open may be one the kernel writes through itself; the kernel then asks the
+ * daemon to clear the bits (with FUSE_HANDLE_KILLPRIV_V2, by a SETATTR that names nothing).
+ */
+START_TEST(write_through_open_made_before_chmod_clears_setuid)
+{
+	int ready[2], go[2], status;
+	char c = 0;
+	pid_t pid;
+
+	make_file("f", "old", 0666);
+	CHECK(pipe(ready));
+	CHECK(pipe(go));
+	pid = CHECK(fork());
+	if (pid == 0) {
+		int fd;
+
+		alarm(30);
+		if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
+			_exit(250);
+		fd = open("f", O_WRONLY);
+		if (fd < 0 || write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(251);
+		_exit(pwrite(fd, "X", 1, 0) == 1 ? 0 : 252);
+	}
+	ck_assert_int_eq(CHECK(read(ready[0], &c, 1)), 1);
+	CHECK(chmod("f", 04777));
+	ck_assert_uint_eq(mode_of("f"), S_IFREG | 04777);
+	ck_assert_int_eq(CHECK(write(go[1], "g", 1)), 1);
+	CHECK(waitpid(pid, &status, 0));
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer: status %#x", status);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0777);
+	assert_contents("f", "Xld");
+}
+END_TEST
+
 /* tmpfs: the owner's write clears them too (only CAP_FSETID keeps them). */
 START_TEST(write_by_owner_clears_setuid)
 {
@@ -1632,6 +1683,8 @@ static Suite *security_suite(void)
 	tcase_add_test(tc, write_by_root_keeps_setuid_and_setgid);
 	tcase_add_test(tc, truncate_by_other_user_clears_setuid_and_setgid);
 	tcase_add_test(tc, write_by_owner_clears_setuid);
+	tcase_add_test(tc, open_trunc_by_other_user_clears_setuid_and_setgid);
+	tcase_add_test(tc, write_through_open_made_before_chmod_clears_setuid);
 	tcase_add_test(tc, chown_by_root_clears_setuid_and_setgid);
 	tcase_add_test(tc, chown_by_owner_clears_setuid_and_setgid);
 	tcase_add_test(tc, other_user_cannot_chown_or_chmod_eperm);

@@ -97,6 +97,28 @@ START_TEST(init_patch_refuses_what_the_kernel_would_not_take)
 }
 END_TEST
 
+/* Taking set-id clearing over (ops.c) goes with passthrough only, in the 32-bit flags. */
+START_TEST(init_patch_takes_killpriv_v2_only_with_passthrough)
+{
+	struct k_init_out out = { .major = 7, .minor = 38 };
+	uint64_t want = FUSEIO_PASSTHROUGH | FUSEIO_HANDLE_KILLPRIV_V2;
+	uint64_t offered = FUSEIO_INIT_EXT | want;
+
+	ck_assert_uint_eq(FUSEIO_HANDLE_KILLPRIV_V2, 1u << 28);
+	ck_assert_uint_eq(fuseio_init_patch(&out, sizeof(out), offered, want), want);
+	ck_assert_uint_eq(out.flags, (uint32_t)(FUSEIO_INIT_EXT | FUSEIO_HANDLE_KILLPRIV_V2));
+	ck_assert_uint_eq(out.flags2, 1u << 5);
+	/* No passthrough (a reply too short for max_stack_depth): no killpriv either. */
+	out = (struct k_init_out){ .major = 7, .minor = 38 };
+	ck_assert_uint_eq(fuseio_init_patch(&out, 24, offered, want), 0);
+	ck_assert_uint_eq(out.flags, 0);
+	/* Not offered: not taken. */
+	ck_assert_uint_eq(fuseio_init_patch(&out, sizeof(out), FUSEIO_INIT_EXT | FUSEIO_PASSTHROUGH,
+					    want), FUSEIO_PASSTHROUGH);
+	ck_assert_uint_eq(out.flags & (uint32_t)FUSEIO_HANDLE_KILLPRIV_V2, 0);
+}
+END_TEST
+
 START_TEST(open_patch_sets_the_flag_and_id_of_open_and_create_replies)
 {
 	struct k_open_out o = { .fh = 42, .open_flags = FUSEIO_FOPEN_KEEP_CACHE | 1u };
@@ -130,6 +152,7 @@ int main(void)
 	tcase_add_test(tc, init_offer_reads_flags2_only_with_init_ext);
 	tcase_add_test(tc, init_patch_asks_for_passthrough_with_depth_one);
 	tcase_add_test(tc, init_patch_refuses_what_the_kernel_would_not_take);
+	tcase_add_test(tc, init_patch_takes_killpriv_v2_only_with_passthrough);
 	tcase_add_test(tc, open_patch_sets_the_flag_and_id_of_open_and_create_replies);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
