@@ -7,7 +7,10 @@
 # optimisation in ./build-bench (meson release build, no tests) and the helpers of bench/ in
 # ./build-bench/bench, mounts a tmpfs, a volatilefs (memory_limit=4G) and fuse-overlayfs over a
 # tmpfs (lowerdir, upperdir and workdir on a separate tmpfs), and runs every workload on each,
-# interleaved: for each repetition, for each workload, for each filesystem. Workloads that
+# interleaved: for each repetition, for each workload, for each filesystem, the filesystems'
+# order rotating by one each repetition (tmpfs first in the first, volatilefs first in the
+# second...): how fast a file reads depends on which pages it got, and the file written second
+# of two read up to 1.7x faster whatever its filesystem (bench/ptread.sh). Workloads that
 # only volatilefs can run (marking, purging, the memory limit, unit scaling) run on it alone;
 # some need a mount of their own (a smaller memory_limit, a tree of a million files).
 # The memory-pressure section runs a plain program allocating at full speed in a v1 memory
@@ -1003,8 +1006,8 @@ main() {
 			REP=$rep
 			say "repetition $rep of $REPS: ${loop_groups[*]}"
 			for group in "${loop_groups[@]}"; do
-				for fs in "${FSES[@]}"; do
-					"wl_$group" "$fs"
+				for ((i = 0; i < ${#FSES[@]}; i++)); do
+					"wl_$group" "${FSES[(i + rep - 1) % ${#FSES[@]}]}"
 				done
 			done
 		done
@@ -1061,8 +1064,9 @@ report() { # COMMAND QUICK SECONDS
 		echo "- kernel: $(uname -r)"
 		echo "- volatilefs: $commit (release build, memory_limit=4G unless stated); libfuse $fusever;" \
 			"fuse-overlayfs $ovlver; $(fio --version)"
-		echo "- repetitions: $REPS, interleaved (each repetition runs each workload on tmpfs, then" \
-			"volatilefs, then fuse-overlayfs); medians shown. Raw figures: [latest-raw.tsv](latest-raw.tsv)"
+		echo "- repetitions: $REPS, interleaved (each repetition runs each workload on tmpfs," \
+			"volatilefs, passthrough and fuse-overlayfs, the order rotating by one each repetition);" \
+			"medians shown. Raw figures: [latest-raw.tsv](latest-raw.tsv)"
 		echo
 		echo "$tbl"
 		echo
