@@ -265,22 +265,30 @@ int fs_room(struct fs *fs, uint64_t bytes)
  * more (or after SPACE_RETRIES rounds of losing the room to others, or
  * of volatile pages that cannot go: open auto=unlink files).
  *
- * A request larger than the whole limit (a fallocate of a petabyte)
- * purges nothing: it fails at once.  Any other request purges before it
- * fails, even one that looks hopeless: the RSS read here counts memory
- * that comes and goes (receive buffers, the allocator's free lists), so
- * "would not fit even if every volatile page went" was sometimes wrong,
- * and gave ENOSPC with volatile data held (the evict test, once under
- * stress-ng; SPEC section 3).  Before it gives up, free heap memory is
- * handed back to the kernel (mem_trim), so a flood of metadata that was
- * deleted does not keep refusing requests.
+ * A request that would not fit even if every volatile page went (a
+ * fallocate of a petabyte) purges nothing: it fails at once.  The RSS
+ * that judges it counts memory that comes and goes (receive buffers, the
+ * allocator's free lists), so only a miss by more than SPEC section 3's
+ * allowance, max(1%, 4 MiB), counts as hopeless: judged by the RSS
+ * alone, a 1 MiB write got ENOSPC with 1 MiB of volatile data held (the
+ * evict test, once under stress-ng).  Before it gives up, free heap
+ * memory is handed back to the kernel (mem_trim), so a flood of metadata
+ * that was deleted does not keep refusing requests.
  */
 bool find_room(struct fs *fs, uint64_t bytes)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit);
-	uint64_t pages = (bytes + ARENA_PAGE_SIZE - 1) / ARENA_PAGE_SIZE;
+	uint64_t vol = atomic_load(&fs->lru.resident) * ARENA_PAGE_SIZE;
+	uint64_t rest = mem_rss(&fs->mem), own = atomic_load(&fs->mem.charged);
+	uint64_t swing = mem_allowance(limit), pages = (bytes + ARENA_PAGE_SIZE - 1) / ARENA_PAGE_SIZE;
 
-	if (bytes > limit) {
+	/* Nothing volatile to purge, or a request no purge can serve even
+	 * with every volatile page gone: with what the daemon charged for the
+	 * rest (exact), or with the rest of its RSS less what the RSS swings. */
+	rest = rest > vol ? rest - vol : 0;
+	own = own > vol ? own - vol : 0;
+	if (vol == 0 || bytes > limit || own > limit - bytes ||
+	    (rest > swing && rest - swing > limit - bytes)) {
 		mem_trim(&fs->mem, true);
 		return mem_fits(&fs->mem, bytes);
 	}
