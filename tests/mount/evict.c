@@ -634,7 +634,7 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 	int max_files = (int)(limit / MIB) + 16, nfiles = 0, err = 0, fail_at = -1, ndel;
 	size_t *written = xmalloc(sizeof(size_t) * (size_t)max_files);
 	uint8_t *buf = xmalloc(MIB), *got;
-	uint64_t total = 0, rss;
+	uint64_t total = 0, rss, extra;
 	char name[32];
 	int fd;
 
@@ -689,16 +689,22 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 	 * RSS read here 0.5-3.9 MiB under the limit, in normal and ASan builds alike (the
 	 * old bound, 2 MiB, failed 5 of 20 normal runs).  So "full" is judged to SPEC
 	 * section 3's precision, max(1%, 4 MiB), beyond the refused write: it still catches
-	 * a refusal while several megabytes were free.
+	 * a refusal while several megabytes were free.  A sanitizer build's daemon carries
+	 * its runtime's freed memory on top (ASan's quarantine, up to 8 MiB with
+	 * contrib/test.sh's options, handed back as it pleases): VFS_EVICT_EXTRA_MB, set by
+	 * meson for those builds, widens the judgement by that much.  Seen once without it
+	 * (ASan, stress-ng --cpu 2 beside): read 256048 KiB under a 262144 KiB limit, a
+	 * refusal at least 5 MiB above what the test read.
 	 */
+	extra = getenv("VFS_EVICT_EXTRA_MB") ? (uint64_t)atoi(getenv("VFS_EVICT_EXTRA_MB")) * MIB : 0;
 	rss = held();
 	fprintf(stderr, "evict: enospc: at ENOSPC rss %" PRIu64 " KiB, data_bytes %" PRIu64
 		" KiB, limit %" PRIu64 " KiB\n", rss / KIB, stat_key("data_bytes") / KIB,
 		limit / KIB);
-	ck_assert_msg(rss + MIB + rss_margin(limit) >= limit,
+	ck_assert_msg(rss + MIB + rss_margin(limit) + extra >= limit,
 		      "ENOSPC with rss %" PRIu64 " KiB, more than %" PRIu64 " KiB under the limit %"
 		      PRIu64 " KiB beyond the 1 MiB write refused", rss / KIB,
-		      rss_margin(limit) / KIB, limit / KIB);
+		      (rss_margin(limit) + extra) / KIB, limit / KIB);
 	ck_assert_msg(total >= limit / 2, "ENOSPC after only %" PRIu64 " KiB of non-volatile "
 		      "data under a %" PRIu64 " KiB limit", total / KIB, limit / KIB);
 
