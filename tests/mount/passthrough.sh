@@ -194,13 +194,30 @@ EOF
 	# connection's count of requests waiting for an answer rises by 4.
 	# Without the flag the kernel sends one LOOKUP of a directory at a
 	# time (fuse_lock_inode) and the count rises by 1.
+	# The count also holds any request of the steps above still being
+	# answered, and SIGSTOP stops each thread only when the scheduler next
+	# runs it, so the count before the lookups is taken once every thread
+	# of the daemon shows state T: from then on nothing is answered and the
+	# count cannot fall.  Taken right after kill, under stress-ng --cpu 2,
+	# it fell by answers still to come (2 of 4 counted; 0 of 4 with ASan).
 	mkdir pd
 	stat pd > /dev/null
 	conn=/sys/fs/fuse/connections/$(mountpoint -d "$VFS_TEST_DIR" | cut -d: -f2)
 	[[ -r $conn/waiting ]] || fail "no $conn/waiting (fusectl not mounted?)"
-	waiting0=$(cat "$conn/waiting")
+	waiting_run=$(cat "$conn/waiting")
 	kill -STOP "$VFS_DAEMON_PID"
 	trap 'kill -CONT "$VFS_DAEMON_PID"; rm -f "$src"' EXIT
+	running=1
+	for ((i = 0; i < 200 && running > 0; i++)); do
+		running=0
+		for t in /proc/"$VFS_DAEMON_PID"/task/*/stat; do
+			tst=$(sed 's/.*) //' "$t" 2> /dev/null | cut -d' ' -f1) || continue
+			[[ -z $tst || $tst == [Tt] ]] || running=$((running + 1))
+		done
+		((running == 0)) || sleep 0.05
+	done
+	((running == 0)) || fail "parallel lookups: $running daemon threads not stopped 10 s after SIGSTOP"
+	waiting0=$(cat "$conn/waiting")
 	lookups=()
 	for i in 1 2 3 4; do
 		{ stat "pd/missing-$i" > /dev/null 2>&1 || true; } &
@@ -215,8 +232,8 @@ EOF
 	trap 'rm -f "$src"' EXIT
 	wait "${lookups[@]}"
 	((waiting >= waiting0 + 4)) ||
-		fail "parallel lookups: $((waiting - waiting0)) of 4 sent at once in 10 s (FUSE_PARALLEL_DIROPS lost?)"
-	ok "parallel lookups: four LOOKUPs of one directory in flight at once"
+		fail "parallel lookups: $((waiting - waiting0)) of 4 sent at once in 10 s (FUSE_PARALLEL_DIROPS lost?; $waiting_run waiting before the stop, $waiting0 once stopped, $waiting after)"
+	ok "parallel lookups: four LOOKUPs of one directory in flight at once ($waiting_run waiting before the stop, $waiting0 once stopped, $waiting after)"
 	rmdir pd
 
 	# Recency (SPEC 11, volatilefs(8) "Purge order"): the kernel reads a
