@@ -26,8 +26,9 @@
  * 4096 bytes per page it frees (arena.h: a->charged).
  *
  * base moves only at reconciliation: the monitor thread, every
- * EVICT_MONITOR_MS, and any reservation that would come within
- * MEM_RECONCILE_BYTES of the limit.  Far from the limit a stale base
+ * EVICT_MONITOR_MS, and any reservation or metadata charge that would
+ * come within MEM_RECONCILE_BYTES of its limit (base grows with
+ * metadata too: allocator headers, a sanitizer's redzones and shadow).  Far from the limit a stale base
  * costs nothing; near it, it is read again before each decision.
  *
  * Memory comes back: freed metadata returns to malloc's free lists,

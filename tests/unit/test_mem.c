@@ -216,6 +216,39 @@ START_TEST(reserve_against_the_kernels_figure)
 }
 END_TEST
 
+/*
+ * The same for metadata: a flood of small charges near the limit must
+ * not run on a stale base (the monitor reads it only every 100 ms, and
+ * it grows with the metadata: allocator headers, a sanitizer's
+ * redzones).  Charged past the limit + slack it must fail.
+ */
+START_TEST(meta_charge_against_the_kernels_figure)
+{
+	struct mem k;
+	uint64_t c0, base;
+
+	ck_assert_int_eq(mem_init(&k, &arena, 1ull << 40, 0), 0);
+	mem_reconcile(&k);
+	base = (uint64_t)atomic_load(&k.base);
+	ck_assert_uint_gt(base, MiB);
+	c0 = atomic_load(&k.charged);
+	mem_set_limit(&k, base + c0 + MiB);
+	/* 1 MiB stale: as much as a flood's metadata grew base between two
+	 * readings under ASan. */
+	atomic_store(&k.base, (int64_t)(base - MiB));
+	/* Fits against the stale base, not against the real one. */
+	ck_assert_int_eq(mem_meta_charge(&k, MEM_META_SLACK + MiB + MiB / 2), -ENOSPC);
+	ck_assert_uint_eq(atomic_load(&k.charged), c0);
+	ck_assert_uint_gt((uint64_t)atomic_load(&k.base), base - MiB / 2);
+	/* What does fit still goes through. */
+	ck_assert_int_eq(mem_meta_charge(&k, 4096), 0);
+	mem_meta_uncharge(&k, 4096);
+	ck_assert_uint_eq(atomic_load(&k.charged), c0);
+	mem_destroy(&k);
+	arena.charged = &m.charged;
+}
+END_TEST
+
 /* ---- concurrency ---- */
 
 #define NTHREADS 8
@@ -704,6 +737,7 @@ int main(void)
 	tcase_add_test(tc, reserve_zero_always_succeeds);
 	tcase_add_test(tc, reserve_of_huge_sizes_does_not_overflow);
 	tcase_add_test(tc, reserve_against_the_kernels_figure);
+	tcase_add_test(tc, meta_charge_against_the_kernels_figure);
 	tcase_add_test(tc, concurrent_reservations_never_pass_the_limit);
 	suite_add_tcase(s, tc);
 
