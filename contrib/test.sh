@@ -56,12 +56,13 @@ configure() {
 	fi
 }
 
-# "ok=N fail=N skip=N ..." and the names of tests that did not pass, from meson's JSON log.
+# test_counts DIR [LOGBASE]: "ok=N fail=N skip=N ...", and the names of tests that did not
+# pass with their failure lines, from meson's JSON log (LOGBASE.json, default testlog).
 test_counts() {
-	local log=$1/meson-logs/testlog.json
+	local log=$1/meson-logs/${2:-testlog}.json
 	[[ -f $log ]] || { echo "no test log"; return 0; }
 	python3 - "$log" <<'EOF' || echo "(could not read $log)"
-import collections, json, sys
+import collections, json, re, sys
 counts = collections.Counter()
 bad = []
 with open(sys.argv[1], encoding="utf-8", errors="replace") as f:
@@ -73,6 +74,12 @@ with open(sys.argv[1], encoding="utf-8", errors="replace") as f:
         counts[t["result"]] += 1
         if t["result"] not in ("OK", "EXPECTEDFAIL"):
             bad.append("%s (%s)" % (t["name"], t["result"]))
+            # Why, in the summary: CI shows the end of the output, where
+            # the test's own log, printed much earlier, is out of sight.
+            out = [l for l in (t.get("stdout") or "").splitlines() if l.strip()]
+            why = [l for l in out if re.search(r"FAIL - |not ok|Assertion|ERROR|:F:|:E:", l)]
+            for l in why[:6] if why else out[-6:]:
+                bad.append("  | " + (l if len(l) <= 300 else l[:300] + "..."))
 order = ["OK", "FAIL", "SKIP", "TIMEOUT", "EXPECTEDFAIL", "UNEXPECTEDPASS", "ERROR"]
 keys = [k for k in order if counts[k]] + sorted(k for k in counts if k not in order)
 print(" ".join("%s=%d" % (k.lower(), counts[k]) for k in keys) or "no tests ran")
@@ -146,11 +153,12 @@ run_classic() {
 		return 0
 	fi
 	say "=== $name: meson test ${CLASSIC_TESTS[*]} with VOLATILEFS_PASSTHROUGH=off"
+	rm -f "$dir/meson-logs/classic.json"
 	if VOLATILEFS_PASSTHROUGH=off meson test -C "$dir" --print-errorlogs --logbase classic \
 		"${CLASSIC_TESTS[@]}"; then
 		summary+=("$name: passed in $((SECONDS - started))s: ${CLASSIC_TESTS[*]}")
 	else
-		summary+=("$name: TESTS FAILED in $((SECONDS - started))s"
+		summary+=("$name: TESTS FAILED in $((SECONDS - started))s: $(test_counts "$dir" classic)"
 			"      full log: $dir/meson-logs/classic.txt")
 		failed=1
 	fi
