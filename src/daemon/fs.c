@@ -246,6 +246,12 @@ void fs_destroy(struct fs *fs)
  */
 int fs_room(struct fs *fs, uint64_t bytes)
 {
+	/* Judged on the figure the metadata charge will use: near the
+	 * limit that charge reads the kernel's RSS first (mem.h), so read
+	 * it here too, or room that only a stale base showed is refused
+	 * a moment later (a create's ENOMEM, mount-concurrency). */
+	if (!mem_fits(&fs->mem, bytes + MEM_META_SLACK + MEM_RECONCILE_BYTES))
+		mem_reconcile(&fs->mem);
 	for (int tries = 0; !mem_fits(&fs->mem, bytes); tries++) {
 		if (tries == SPACE_RETRIES || !find_room(fs, bytes)) {
 			atomic_fetch_add(&fs->mem.enospc_total, 1);
