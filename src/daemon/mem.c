@@ -131,6 +131,22 @@ static bool over(uint64_t limit, uint64_t base, uint64_t cur, uint64_t bytes, ui
 	       cur > limit - base - bytes - slack;
 }
 
+/*
+ * base, or near limit the kernel's figure read again: base may have grown
+ * since the last reading (new threads, buffers, and metadata itself:
+ * allocator headers, a sanitizer's redzones and shadow; a flood of small
+ * metadata charges on a 100 ms old base went 1.3 MiB past the slack
+ * under ASan).
+ */
+static uint64_t fresh_base(struct mem *m, uint64_t limit, uint64_t base, uint64_t cur,
+			   uint64_t bytes)
+{
+	if (!over(limit, base, cur, bytes, MEM_RECONCILE_BYTES))
+		return base;
+	mem_reconcile(m);
+	return (uint64_t)atomic_load(&m->base);
+}
+
 /* Add bytes to charged unless base + charged + bytes would pass limit. */
 static int charge_under(struct mem *m, uint64_t limit, uint64_t base, uint64_t bytes)
 {
@@ -160,13 +176,7 @@ int mem_reserve(struct mem *m, uint64_t bytes)
 		return 0;
 	if (FAULT("volatilefs/reserve"))
 		return -ENOSPC;
-	/* Near the limit, base may have grown since it was last read
-	 * (new threads, buffers): read it again before deciding. */
-	if (over(limit, base, cur, bytes, MEM_RECONCILE_BYTES)) {
-		mem_reconcile(m);
-		base = (uint64_t)atomic_load(&m->base);
-	}
-	return charge_under(m, limit, base, bytes);
+	return charge_under(m, limit, fresh_base(m, limit, base, cur, bytes), bytes);
 }
 
 void mem_unreserve(struct mem *m, uint64_t bytes)
@@ -190,15 +200,7 @@ int mem_meta_charge(struct mem *m, uint64_t bytes)
 
 	if (FAULT("volatilefs/reserve"))
 		return -ENOSPC;
-	/* As mem_reserve: near the limit, base is read again first.  It
-	 * grows with metadata (allocator headers, a sanitizer's redzones
-	 * and shadow), so a flood of small charges would otherwise run on
-	 * a base up to EVICT_MONITOR_MS old: measured 1.3 MiB past the
-	 * slack under ASan. */
-	if (over(limit, base, atomic_load(&m->charged), bytes, MEM_RECONCILE_BYTES)) {
-		mem_reconcile(m);
-		base = (uint64_t)atomic_load(&m->base);
-	}
+	base = fresh_base(m, limit, base, atomic_load(&m->charged), bytes);
 	if (charge_under(m, limit, base, bytes) < 0)
 		return -ENOSPC;
 	atomic_fetch_add(&m->meta, bytes);

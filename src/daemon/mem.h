@@ -28,8 +28,10 @@
  * base moves only at reconciliation: the monitor thread, every
  * EVICT_MONITOR_MS, and any reservation or metadata charge that would
  * come within MEM_RECONCILE_BYTES of its limit (base grows with
- * metadata too: allocator headers, a sanitizer's redzones and shadow).  Far from the limit a stale base
- * costs nothing; near it, it is read again before each decision.
+ * metadata too: allocator headers, a sanitizer's redzones and shadow).
+ * Far from the limit a stale base costs nothing; near it, it is read
+ * again before each decision (and by fs_room, which judges room for the
+ * metadata charge that follows it).
  *
  * Memory comes back: freed metadata returns to malloc's free lists,
  * which keep it resident; mem_trim() hands whole free pages back to the
