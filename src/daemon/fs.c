@@ -242,23 +242,29 @@ void fs_destroy(struct fs *fs)
 /*
  * New nodes and attributes cost memory too.  Over the limit, purge
  * first, as a write does; only when that leaves us over is it ENOSPC.
- * Caller holds no lock.
+ * What fits is reserved and handed to this thread as metadata credit:
+ * its allocations until fs_room_end() are paid from it, so no other
+ * request can take the room between the check and the allocation, and
+ * no second check can refuse what this one granted (a create's ENOMEM
+ * in mount-concurrency, when the kernel's RSS, read again for the
+ * charge, had grown by pages other writers had taken and not yet
+ * filled).  Caller holds no lock.
  */
 int fs_room(struct fs *fs, uint64_t bytes)
 {
-	/* Judged on the figure the metadata charge will use: near the
-	 * limit that charge reads the kernel's RSS first (mem.h), so read
-	 * it here too, or room that only a stale base showed is refused
-	 * a moment later (a create's ENOMEM, mount-concurrency). */
-	if (!mem_fits(&fs->mem, bytes + MEM_META_SLACK + MEM_RECONCILE_BYTES))
-		mem_reconcile(&fs->mem);
-	for (int tries = 0; !mem_fits(&fs->mem, bytes); tries++) {
+	for (int tries = 0; mem_reserve_meta(&fs->mem, bytes) < 0; tries++) {
 		if (tries == SPACE_RETRIES || !find_room(fs, bytes)) {
 			atomic_fetch_add(&fs->mem.enospc_total, 1);
 			return -ENOSPC;
 		}
 	}
+	meta_credit_begin(bytes);
 	return 0;
+}
+
+void fs_room_end(struct fs *fs)
+{
+	mem_unreserve(&fs->mem, meta_credit_end());
 }
 
 /*

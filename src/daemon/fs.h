@@ -184,11 +184,16 @@ int fs_init(struct fs *fs, const struct fs_config *cfg);
 
 /*
  * Make room for bytes of new memory (metadata a request is about to
- * allocate): zero when they fit now, after purging volatile data if it
- * had to; -ENOSPC (counted in enospc_total) when nothing volatile is
- * left to purge.  Caller holds no lock.
+ * allocate) and reserve it: zero when they fit, after purging volatile
+ * data if it had to; -ENOSPC (counted in enospc_total) when nothing
+ * volatile is left to purge.  On zero, the thread's metadata
+ * allocations are paid from the reservation (meta.h, credit) until
+ * fs_room_end(), which every caller that got zero must call, on every
+ * path, and which gives back what was not used.  Not nested.  Caller
+ * holds no lock.
  */
 int fs_room(struct fs *fs, uint64_t bytes);
+void fs_room_end(struct fs *fs);
 /* Free everything.  Threads of the layers above (the monitor, evict.h) are stopped first. */
 void fs_destroy(struct fs *fs);
 

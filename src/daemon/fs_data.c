@@ -183,8 +183,12 @@ struct ofile *fs_ofile_new(struct fs *fs)
 	bool was;
 
 	/* Under the limit, purging first if need be (fs.h) ... */
-	if (fs_room(fs, cost) == 0 && (of = meta_calloc(sizeof(*of))) != NULL)
-		return of;
+	if (fs_room(fs, cost) == 0) {
+		of = meta_calloc(sizeof(*of));
+		fs_room_end(fs);
+		if (of)
+			return of;
+	}
 	/* ... else from the overdraft, bounded by FS_OPEN_OVERDRAFT: the
 	 * SPEC section 3 allowance has room for it. */
 	over = atomic_fetch_add(&fs->open_overdraft, cost);

@@ -85,10 +85,11 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 	ret = room_for_metadata(fs);
 	if (ret)
 		return ret;
-	if (S_ISREG(mode) && !(spare = unit_alloc()))
+	if ((S_ISREG(mode) && !(spare = unit_alloc())) ||
+	    (S_ISLNK(mode) && !(copy = meta_strdup(target)))) {
+		fs_room_end(fs);
 		return -ENOMEM;
-	if (S_ISLNK(mode) && !(copy = meta_strdup(target)))
-		return -ENOMEM;
+	}
 
 	pthread_rwlock_wrlock(&fs->ns_lock);
 	if (dir->nlink == 0) {
@@ -149,6 +150,7 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 	inode_stat_locked(n, st); /* unreachable by others until ns_lock drops */
 out_unlock:
 	pthread_rwlock_unlock(&fs->ns_lock);
+	fs_room_end(fs);
 	meta_free(copy);
 	unit_free(spare);
 	return ret;
@@ -190,6 +192,7 @@ int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *ne
 	stat_of(fs, n, st);
 out_unlock:
 	pthread_rwlock_unlock(&fs->ns_lock);
+	fs_room_end(fs);
 	return ret;
 }
 
@@ -407,6 +410,8 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 		dir_changed(newdir);
 out_unlock:
 	pthread_rwlock_unlock(&fs->ns_lock);
+	if (grows)
+		fs_room_end(fs);
 	return ret;
 }
 

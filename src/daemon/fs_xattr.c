@@ -45,6 +45,7 @@ int fs_setxattr(struct fs *fs, struct inode *n, const char *name, const void *va
 		stamp_locked(n, T_C);
 	}
 	pthread_rwlock_unlock(&n->lock);
+	fs_room_end(fs);
 	return ret;
 }
 

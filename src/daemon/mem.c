@@ -164,19 +164,33 @@ void mem_charge(struct mem *m, uint64_t bytes)
 	atomic_fetch_add(&m->charged, bytes);
 }
 
+/* Reserve bytes under limit, on base read again if near it. */
+static int reserve_under(struct mem *m, uint64_t limit, uint64_t bytes)
+{
+	uint64_t base = (uint64_t)atomic_load_explicit(&m->base, memory_order_relaxed);
+
+	if (FAULT("volatilefs/reserve"))
+		return -ENOSPC;
+	base = fresh_base(m, limit, base, atomic_load(&m->charged), bytes);
+	return charge_under(m, limit, base, bytes);
+}
+
 int mem_reserve(struct mem *m, uint64_t bytes)
 {
 	uint64_t limit = atomic_load_explicit(&m->limit, memory_order_relaxed);
-	uint64_t base = (uint64_t)atomic_load_explicit(&m->base, memory_order_relaxed);
-	uint64_t cur = atomic_load(&m->charged);
 
 	/* At most 1/32 of the limit: a tiny mount keeps its room for data. */
 	limit -= m->keep < limit / 32 ? m->keep : limit / 32;
 	if (bytes == 0)
 		return 0;
-	if (FAULT("volatilefs/reserve"))
-		return -ENOSPC;
-	return charge_under(m, limit, fresh_base(m, limit, base, cur, bytes), bytes);
+	return reserve_under(m, limit, bytes);
+}
+
+int mem_reserve_meta(struct mem *m, uint64_t bytes)
+{
+	if (bytes == 0)
+		return 0;
+	return reserve_under(m, atomic_load_explicit(&m->limit, memory_order_relaxed), bytes);
 }
 
 void mem_unreserve(struct mem *m, uint64_t bytes)
@@ -196,12 +210,8 @@ bool mem_fits(struct mem *m, uint64_t bytes)
 int mem_meta_charge(struct mem *m, uint64_t bytes)
 {
 	uint64_t limit = atomic_load_explicit(&m->limit, memory_order_relaxed) + MEM_META_SLACK;
-	uint64_t base = (uint64_t)atomic_load_explicit(&m->base, memory_order_relaxed);
 
-	if (FAULT("volatilefs/reserve"))
-		return -ENOSPC;
-	base = fresh_base(m, limit, base, atomic_load(&m->charged), bytes);
-	if (charge_under(m, limit, base, bytes) < 0)
+	if (reserve_under(m, limit, bytes) < 0)
 		return -ENOSPC;
 	atomic_fetch_add(&m->meta, bytes);
 	return 0;

@@ -18,7 +18,8 @@
  * slack.  It is measured: at each reconciliation, base = the kernel's
  * VmRSS - (arena pages + metadata), never below zero.
  *
- * mem_reserve() is the only way to add to charged, and it is one atomic
+ * mem_reserve() (mem_reserve_meta() for metadata) is the only way to
+ * add to charged, and it is one atomic
  * compare-and-swap against the limit: two writers cannot both pass a
  * check that only one of them fits, so concurrent writes, fallocates,
  * creates and marks together stay under the limit.  What a reservation
@@ -30,8 +31,7 @@
  * come within MEM_RECONCILE_BYTES of its limit (base grows with
  * metadata too: allocator headers, a sanitizer's redzones and shadow).
  * Far from the limit a stale base costs nothing; near it, it is read
- * again before each decision (and by fs_room, which judges room for the
- * metadata charge that follows it).
+ * again before each decision.
  *
  * Memory comes back: freed metadata returns to malloc's free lists,
  * which keep it resident; mem_trim() hands whole free pages back to the
@@ -52,12 +52,13 @@
 /* Within this of the limit, a reservation reads the kernel's figure first. */
 #define MEM_RECONCILE_BYTES (4u << 20)
 /*
- * Metadata may pass the limit by this much.  A request makes room for
- * its metadata first (fs_room: purging, under the limit), then
- * allocates; between the two, other requests may take that room, and
- * failing then would refuse a create or an open while volatile data
- * could have been purged for it.  The monitor thread purges what passes
- * the limit.  Data pages get no such slack.
+ * Metadata charged without a reservation may pass the limit by this
+ * much.  A request reserves what it will allocate first (fs_room:
+ * purging, under the limit) and pays from that; what it allocates
+ * beyond its estimate (a longer name, an allocator's larger block) is
+ * charged on the spot, and failing then would refuse a create or an
+ * open while volatile data could have been purged for it.  The monitor
+ * thread purges what passes the limit.  Data pages get no such slack.
  */
 #define MEM_META_SLACK (2u << 20)
 /* Metadata freed before mem_trim() calls malloc_trim. */
@@ -133,6 +134,12 @@ uint64_t mem_rss(struct mem *m);
  * always succeeds.
  */
 int mem_reserve(struct mem *m, uint64_t bytes);
+/*
+ * The same for metadata about to be allocated (fs_room, which hands it
+ * to the thread as meta.h's credit): against the whole limit, none of
+ * it kept back for the passthrough path's mappings.
+ */
+int mem_reserve_meta(struct mem *m, uint64_t bytes);
 /*
  * Add bytes to charged whatever the limit: memory the kernel already
  * gave (a page a passthrough writer allocated in a backing file,

@@ -76,6 +76,26 @@ static uint64_t past_eof_units(struct inode *n, const struct vrange *r, size_t n
 	return count;
 }
 
+/*
+ * nr units, allocated now (from fs_room's credit): the array, or NULL
+ * when even that could not be had.  *ret is -ENOMEM when a unit could
+ * not be: the array then holds those before it, NULL after.
+ */
+static struct unit **alloc_spares(size_t nr, int *ret)
+{
+	struct unit **spare = calloc(nr ? nr : 1, sizeof(*spare));
+
+	*ret = 0;
+	for (size_t i = 0; spare && i < nr; i++) {
+		spare[i] = unit_alloc();
+		if (!spare[i]) {
+			*ret = -ENOMEM;
+			break;
+		}
+	}
+	return spare;
+}
+
 int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 	     unsigned priority, bool age)
 {
@@ -92,16 +112,12 @@ int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 	if (ret)
 		return ret;
 	/* Every unit the call needs first: then nothing can fail halfway. */
-	spare = calloc(nr ? nr : 1, sizeof(*spare));
+	spare = alloc_spares(nr, &ret);
+	fs_room_end(fs);
 	if (!spare)
 		return -ENOMEM;
-	for (size_t i = 0; i < nr; i++) {
-		spare[i] = unit_alloc();
-		if (!spare[i]) {
-			ret = -ENOMEM;
-			goto out_free;
-		}
-	}
+	if (ret)
+		goto out_free;
 	pthread_rwlock_wrlock(&n->lock);
 	fs_sync_locked(fs, n);
 	if (past_eof_units(n, r, nr) > VOL_UNITS_PAST_EOF) {
@@ -193,18 +209,14 @@ int vol_unmark_each(struct fs *fs, struct inode *n, const struct vrange *r_in, s
 		free(r);
 		return ret;
 	}
-	spare = calloc(nr ? nr : 1, sizeof(*spare));
+	spare = alloc_spares(nr, &ret);
+	fs_room_end(fs);
 	if (!spare) {
 		free(r);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < nr; i++) {
-		spare[i] = unit_alloc();
-		if (!spare[i]) {
-			ret = -ENOMEM;
-			goto out_free;
-		}
-	}
+	if (ret)
+		goto out_free;
 	pthread_rwlock_wrlock(&n->lock);
 	fs_sync_locked(fs, n);
 	for (size_t i = 0; i < nr; i++) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <linux/fs.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 
 #include "fs.h"
 #include "fs_int.h"
+#include "mem.h"
 #include "meta.h"
 #include "vxattr.h"
 
@@ -448,6 +450,44 @@ START_TEST(request_under_limit_purges_even_when_rss_is_over)
 }
 END_TEST
 
+/*
+ * Room that fs_room granted is the request's: its allocations are paid
+ * from the reservation, and a second look at the limit cannot refuse
+ * them when the RSS grew in between (other writers' pages being
+ * filled, libfuse's buffers).  Before, fs_room only checked, each
+ * allocation was charged again, and a create failed with ENOMEM after
+ * being told there was room (mount-concurrency, 1 create in 2597).
+ */
+START_TEST(room_granted_is_paid_even_when_the_rss_grows_before_the_allocation)
+{
+	const size_t grow = MEM_META_SLACK + (2u << 20);
+	uint64_t charged, limit = atomic_load(&fs.mem.limit);
+	char *other;
+	void *p;
+
+	mem_reconcile(&fs.mem);
+	charged = atomic_load(&fs.mem.charged);
+	mem_set_limit(&fs.mem, mem_rss(&fs.mem) + (64u << 10));
+	ck_assert_int_eq(fs_room(&fs, NODE_BYTES), 0);
+	/* Something else grows the RSS past the limit and its slack. */
+	other = malloc(grow);
+	ck_assert_ptr_nonnull(other);
+	memset(other, 1, grow);
+	mem_reconcile(&fs.mem);
+	ck_assert_uint_gt(mem_rss(&fs.mem), atomic_load(&fs.mem.limit) + MEM_META_SLACK);
+	p = meta_alloc(NODE_BYTES / 2);
+	ck_assert_msg(p != NULL, "an allocation fs_room made room for was refused");
+	meta_free(p);
+	fs_room_end(&fs);
+	/* Beyond the reservation, the limit holds as before. */
+	ck_assert_ptr_null(meta_alloc(NODE_BYTES / 2));
+	/* What was not used went back with fs_room_end. */
+	ck_assert_uint_eq(atomic_load(&fs.mem.charged), charged);
+	free(other);
+	mem_set_limit(&fs.mem, limit);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -473,6 +513,7 @@ int main(void)
 	tcase_add_test(tc, xattrs_store_refuses_volatile_names);
 	tcase_add_test(tc, statfs_reports_limit_and_free);
 	tcase_add_test(tc, request_under_limit_purges_even_when_rss_is_over);
+	tcase_add_test(tc, room_granted_is_paid_even_when_the_rss_grows_before_the_allocation);
 	tcase_add_test(tc, security_lookup_answers_without_the_node_lock);
 	tcase_set_timeout(tc, 10);
 	suite_add_tcase(s, tc);
