@@ -38,12 +38,13 @@ void meta_bind(struct mem *m);
 uint64_t meta_bytes(void);
 
 /*
- * Credit: a caller that reserved bytes (mem_reserve) for metadata it is
- * about to allocate (a page fill's page-map nodes) hands them to this
- * thread with meta_credit_begin(); allocations on the thread are then
- * paid from the credit before anything is charged anew.  meta_credit_end()
- * returns what was not used, for the caller to mem_unreserve().  Not
- * nested.
+ * Credit: a caller that reserved bytes for metadata it is about to
+ * allocate (mem_reserve for a page fill's page-map nodes; fs_room, with
+ * mem_reserve_meta, for a node, a name, an xattr, units, an open file)
+ * hands them to this thread with meta_credit_begin(); allocations on
+ * the thread are then paid from the credit before anything is charged
+ * anew.  meta_credit_end() returns what was not used, for the caller to
+ * mem_unreserve().  Not nested.
  */
 void meta_credit_begin(uint64_t bytes);
 uint64_t meta_credit_end(void);
