@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <linux/fs.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/xattr.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -469,10 +469,12 @@ START_TEST(room_granted_is_paid_even_when_the_rss_grows_before_the_allocation)
 	charged = atomic_load(&fs.mem.charged);
 	mem_set_limit(&fs.mem, mem_rss(&fs.mem) + (64u << 10));
 	ck_assert_int_eq(fs_room(&fs, NODE_BYTES), 0);
-	/* Something else grows the RSS past the limit and its slack. */
-	other = malloc(grow);
-	ck_assert_ptr_nonnull(other);
-	memset(other, 1, grow);
+	/* Something else grows the RSS past the limit and its slack
+	 * (mapped and faulted in by the kernel: no compiler or sanitizer
+	 * allocator can leave it out or untouched). */
+	other = mmap(NULL, grow, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ck_assert_ptr_ne(other, MAP_FAILED);
 	mem_reconcile(&fs.mem);
 	ck_assert_uint_gt(mem_rss(&fs.mem), atomic_load(&fs.mem.limit) + MEM_META_SLACK);
 	p = meta_alloc(NODE_BYTES / 2);
@@ -483,7 +485,7 @@ START_TEST(room_granted_is_paid_even_when_the_rss_grows_before_the_allocation)
 	ck_assert_ptr_null(meta_alloc(NODE_BYTES / 2));
 	/* What was not used went back with fs_room_end. */
 	ck_assert_uint_eq(atomic_load(&fs.mem.charged), charged);
-	free(other);
+	munmap(other, grow);
 	mem_set_limit(&fs.mem, limit);
 }
 END_TEST
