@@ -82,7 +82,7 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 	/* Room first (purging if need be), then what the node needs beside
 	 * itself: a unit for a file created in a cache directory, a
 	 * symlink's target; all taken before anything changes. */
-	ret = room_for_metadata(fs);
+	ret = fs_room(fs, NODE_BYTES + (S_ISLNK(mode) ? meta_cost(strlen(target) + 1) : 0));
 	if (ret)
 		return ret;
 	if ((S_ISREG(mode) && !(spare = unit_alloc())) ||

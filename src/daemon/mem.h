@@ -9,7 +9,8 @@
  * charged (bytes) is what the daemon's own code holds or has promised:
  *   - every arena page handed out (file data), 4096 bytes each;
  *   - reservations taken for pages not yet handed out (a write or
- *     fallocate reserves all it needs before it allocates one page);
+ *     fallocate reserves all it needs before it allocates one page),
+ *     and for metadata not yet allocated (fs_room, meta.h's credit);
  *   - metadata: nodes, names, xattrs, units, extents, page-map nodes,
  *     open files, counted at the size the allocator really uses for each
  *     block (meta.h).
@@ -18,11 +19,14 @@
  * slack.  It is measured: at each reconciliation, base = the kernel's
  * VmRSS - (arena pages + metadata), never below zero.
  *
- * mem_reserve() (mem_reserve_meta() for metadata) is the only way to
- * add to charged, and it is one atomic
- * compare-and-swap against the limit: two writers cannot both pass a
- * check that only one of them fits, so concurrent writes, fallocates,
- * creates and marks together stay under the limit.  What a reservation
+ * Memory is added to charged by a reservation before it is used:
+ * mem_reserve() (mem_reserve_meta() for metadata, mem_meta_charge()
+ * for a block charged as it is allocated), one atomic compare-and-swap
+ * against the limit: two writers cannot both pass a check that only one
+ * of them fits, so concurrent writes, fallocates, creates and marks
+ * together stay under the limit.  The exceptions are paid for
+ * otherwise: mem_charge() for pages the kernel already gave, and
+ * meta.h's unlimited charges, each bounded by what its caller frees.  What a reservation
  * did not use goes back with mem_unreserve(); the arena gives back
  * 4096 bytes per page it frees (arena.h: a->charged).
  *

@@ -43,7 +43,8 @@ uint64_t meta_bytes(void);
  * mem_reserve_meta, for a node, a name, an xattr, units, an open file)
  * hands them to this thread with meta_credit_begin(); allocations on
  * the thread are then paid from the credit before anything is charged
- * anew.  meta_credit_end() returns what was not used, for the caller to
+ * anew (a block larger than what is left is charged whole, the credit
+ * kept).  meta_credit_end() returns what was not used, for the caller to
  * mem_unreserve().  Not nested.
  */
 void meta_credit_begin(uint64_t bytes);
