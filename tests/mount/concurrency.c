@@ -961,17 +961,6 @@ static uint64_t daemon_rss(void)
 	return mtest_vmrss_kib(daemon_pid) * KIB;
 }
 
-static uint64_t stat_key(const char *stats, const char *key)
-{
-	size_t klen = strlen(key);
-
-	for (const char *l = stats; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (strncmp(l, key, klen) == 0 && l[klen] == '=')
-			return strtoull(l + klen + 1, NULL, 10);
-	ck_abort_msg("user.volatile.stats has no %s line:\n%s", key, stats);
-	return 0;
-}
-
 static char *root_stats(void)
 {
 	char *s = xgetxattr(root_dir, "user.volatile.stats");
@@ -1136,9 +1125,9 @@ START_TEST(mixed_load_loses_no_data_and_never_hangs)
 	memset(sh, 0, sizeof(*sh));
 
 	stats = root_stats();
-	limit = stat_key(stats, "memory_limit");
-	enospc0 = stat_key(stats, "enospc_total");
-	purges0 = stat_key(stats, "purges_total");
+	limit = stats_key(stats, "memory_limit");
+	enospc0 = stats_key(stats, "enospc_total");
+	purges0 = stats_key(stats, "purges_total");
 	free(stats);
 	margin = limit / 100 > (uint64_t)(4 * MIB) ? limit / 100 : (uint64_t)(4 * MIB);
 	make_fixture_files();
@@ -1240,12 +1229,12 @@ START_TEST(mixed_load_loses_no_data_and_never_hangs)
 	ck_assert_msg(daemon_rss() > 0, "the daemon (pid %d) is gone", (int)daemon_pid);
 	stats = root_stats();
 	fprintf(stderr, "concurrency: purges %" PRIu64 ", enospc %" PRIu64 ", stats rss %" PRIu64
-		" KiB\n", stat_key(stats, "purges_total") - purges0,
-		stat_key(stats, "enospc_total") - enospc0, stat_key(stats, "rss") / KIB);
-	ck_assert_msg(stat_key(stats, "purges_total") > purges0, "no purge in %d s", seconds);
-	ck_assert_msg(stat_key(stats, "enospc_total") == enospc0,
+		" KiB\n", stats_key(stats, "purges_total") - purges0,
+		stats_key(stats, "enospc_total") - enospc0, stats_key(stats, "rss") / KIB);
+	ck_assert_msg(stats_key(stats, "purges_total") > purges0, "no purge in %d s", seconds);
+	ck_assert_msg(stats_key(stats, "enospc_total") == enospc0,
 		      "%" PRIu64 " ENOSPC while volatile data could have made room",
-		      stat_key(stats, "enospc_total") - enospc0);
+		      stats_key(stats, "enospc_total") - enospc0);
 	free(stats);
 
 	verify_non_volatile();
@@ -1345,7 +1334,7 @@ START_TEST(parallel_volatile_writes_never_fail)
 	const char *dir = make_test_dir("pw");
 	struct pw t[PW_THREADS];
 	char *stats = root_stats();
-	uint64_t enospc0 = stat_key(stats, "enospc_total");
+	uint64_t enospc0 = stats_key(stats, "enospc_total");
 	int fails = 0;
 
 	free(stats);
@@ -1366,8 +1355,8 @@ START_TEST(parallel_volatile_writes_never_fail)
 	ck_assert_msg(fails == 0, "%d of %d writes of 1 MiB into volatile files failed while "
 		      "%d threads wrote at once (enospc_total +%" PRIu64 ", volatile_bytes now %"
 		      PRIu64 "): with volatile data to purge, no write may fail", fails,
-		      PW_THREADS * PW_WRITES, PW_THREADS, stat_key(stats, "enospc_total") - enospc0,
-		      stat_key(stats, "volatile_bytes"));
+		      PW_THREADS * PW_WRITES, PW_THREADS, stats_key(stats, "enospc_total") - enospc0,
+		      stats_key(stats, "volatile_bytes"));
 	free(stats);
 	rm_tree_at(AT_FDCWD, dir);
 }

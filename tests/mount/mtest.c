@@ -104,6 +104,17 @@ char *xattr_get(const char *path, const char *name)
 	return NULL;
 }
 
+uint64_t stats_key(const char *stats, const char *key)
+{
+	size_t klen = strlen(key);
+
+	for (const char *l = stats; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, key, klen) == 0 && l[klen] == '=')
+			return strtoull(l + klen + 1, NULL, 10);
+	ck_abort_msg("user.volatile.stats has no %s line:\n%s", key, stats);
+	return 0;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Time                                                                                     */
 

@@ -5,7 +5,8 @@
  *   errors      errname(), and the assertions CHECK() (a call that must not return -1) and
  *               ASSERT_ERRNO() (a call that must fail with exactly this errno);
  *   I/O         xmalloc(), pwrite_all() and pread_all(), which fail the test on an error;
- *               xattr_get(), an attribute's value as a new string;
+ *               xattr_get(), an attribute's value as a new string; stats_key(), one
+ *               figure of user.volatile.stats;
  *   time        nap_ms(), now_s();
  *   fixture     run_dir (one per program run, made by mtest_make_run_dir() in main()) and
  *               test_dir (one per test inside it, made and entered by mtest_setup(), removed
@@ -74,6 +75,8 @@ size_t pread_all(int fd, void *buf, size_t len, off_t off);
 /* The value of an extended attribute as a NUL-terminated string (free it); fails the test
  * on an error. */
 char *xattr_get(const char *path, const char *name);
+/* The figure of "key=N" in stats (user.volatile.stats's value); fails the test without it. */
+uint64_t stats_key(const char *stats, const char *key);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Time                                                                                     */
