@@ -239,7 +239,7 @@ uint64_t file_pages_needed_locked(struct inode *n, uint64_t off, uint64_t size)
 }
 
 ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const char *buf,
-			  size_t size)
+			  size_t size, bool mapped)
 {
 	struct file_resv r;
 	struct unit *spare = NULL;
@@ -256,7 +256,7 @@ ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const ch
 	if (ret < 0)
 		return ret;
 	/* A write inside a purged extent splits it: one extent more. */
-	if (extset_intersects(&n->purged, off, off + size)) {
+	if (!mapped && extset_intersects(&n->purged, off, off + size)) {
 		uint64_t ext = meta_cost(sizeof(struct extent));
 
 		ret = mem_reserve(&fs->mem, ext);
@@ -277,7 +277,7 @@ ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const ch
 	 * below: no unit is used by this write. */
 	ret = pages_fill(fs, n, first, last, !spare, &r,
 			 &(struct fill_src){ .buf = buf, .off = off, .size = size });
-	if (ret == 0) {
+	if (ret == 0 && !mapped) {
 		meta_credit_begin(r.meta);
 		ret = extset_remove(&n->purged, off, off + size);
 		r.meta = meta_credit_end();

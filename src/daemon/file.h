@@ -62,13 +62,14 @@ ssize_t file_read_iov_locked(struct fs *fs, struct inode *n, uint64_t off, size_
 /* iovecs file_read_iov_locked may need for size bytes. */
 #define FILE_READ_IOV_MAX(size) ((size) / ARENA_PAGE_SIZE + 2)
 /*
- * Writes size bytes at off; they leave the purged set, and with
- * write_policy=unmark the pages they touch become non-volatile.  Bytes
- * written (all of them), or -EFBIG, -ENOSPC (the caller may purge and
- * retry), -ENOMEM.
+ * Writes size bytes at off; they leave the purged set unless mapped
+ * (the write-back of stores through a mapping, which do not say which
+ * bytes of a page they wrote), and with write_policy=unmark the pages
+ * they touch become non-volatile.  Bytes written (all of them), or
+ * -EFBIG, -ENOSPC (the caller may purge and retry), -ENOMEM.
  */
 ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const char *buf,
-			  size_t size);
+			  size_t size, bool mapped);
 /*
  * A reservation for giving memory to pages (mem.h): how many pages it
  * still covers and how many bytes of page-map nodes.

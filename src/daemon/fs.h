@@ -88,6 +88,13 @@ struct fs_hooks {
 	 */
 	void (*unlinking)(void *ctx, struct inode *dir, struct inode *child, const char *name);
 	/*
+	 * n's size, blocks or times changed behind the kernel (a writer it
+	 * served itself closed, after stores through a mapping that sent no
+	 * request): it should read n's attributes again.  Best effort and
+	 * only queued, on the deletions' queue.  n's lock may be held.
+	 */
+	void (*attrs)(void *ctx, struct inode *n);
+	/*
 	 * The answer being computed on this thread reports the state of n
 	 * as of sequence number seq (0: all n has queued now): its reply
 	 * waits until that was delivered (notify.h).  No lock held.
@@ -263,6 +270,15 @@ typedef void (*fs_reply_fn)(void *ctx, const struct iovec *iov, size_t count);
 int fs_read_reply(struct fs *fs, struct inode *n, uint64_t off, size_t size,
 		  fs_reply_fn reply, void *ctx);
 ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size);
+/*
+ * The kernel writing back pages stored into through a mapping (FUSE's
+ * writepage): as fs_write, except that the bytes stay in the purged set.
+ * A store into a purged page does not say which of its bytes it wrote,
+ * and the write-back carries the whole page, zeros of the purge
+ * included: a lost byte stays reported until it is known to be written
+ * again (a write(2), a punch, a truncate, or the report cleared).
+ */
+ssize_t fs_writeback(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size);
 int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_t len);
 int64_t fs_lseek(struct fs *fs, struct inode *n, uint64_t off, int whence);
 

@@ -93,7 +93,8 @@ int fs_read_reply(struct fs *fs, struct inode *n, uint64_t off, size_t size,
 	return ret;
 }
 
-ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size)
+static ssize_t write_any(struct fs *fs, struct inode *n, uint64_t off, const char *buf,
+			 size_t size, bool mapped)
 {
 	ssize_t ret;
 
@@ -103,7 +104,7 @@ ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, 
 		uint64_t need;
 
 		pthread_rwlock_wrlock(&n->lock);
-		ret = fs->store->write(fs, n, off, buf, size);
+		ret = fs->store->write(fs, n, off, buf, size, mapped);
 		if (ret > 0)
 			stamp_locked(n, T_M | T_C);
 		need = ret == -ENOSPC ? fs->store->pages_needed(n, off, size) : 0;
@@ -115,6 +116,16 @@ ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, 
 	if (ret == -ENOSPC)
 		atomic_fetch_add(&fs->mem.enospc_total, 1);
 	return ret;
+}
+
+ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size)
+{
+	return write_any(fs, n, off, buf, size, false);
+}
+
+ssize_t fs_writeback(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size)
+{
+	return write_any(fs, n, off, buf, size, true);
 }
 
 /*
@@ -333,6 +344,11 @@ int32_t fs_backing_put(struct fs *fs, struct ofile *of)
 	if ((of->flags & O_ACCMODE) != O_RDONLY) {
 		atomic_fetch_sub(&n->pt_writers, 1);
 		fs_sync_locked(fs, n); /* what it wrote behind the daemon */
+		/* The kernel caches attributes for long and saw no request
+		 * for stores through a mapping: every process sees the size,
+		 * blocks and times once the writer has closed. */
+		if (fs->hooks.attrs)
+			fs->hooks.attrs(fs->hooks.ctx, n);
 	}
 	touch_file(fs, n); /* read up to now */
 	if (--n->pt_opens == 0) {

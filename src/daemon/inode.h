@@ -111,12 +111,10 @@ struct inode {
 			/* The writable ones among them: changed under lock,
 			 * read without it by fs_pt_walk's quick skip. */
 			_Atomic uint32_t pt_writers;
-			/* Some page holds memory and purged bytes both
-			 * (shmfile.c: mixed pages); under lock. */
-			bool shm_mixed;
-			/* On the passthrough path: a classic open was made
-			 * (passthrough refused), so the kernel may cache
-			 * pages of the FUSE file (notify.c); set once. */
+			/* On the passthrough path: a classic open (passthrough
+			 * refused) or a FOPEN_DIRECT_IO one (its splice reads
+			 * use the page cache) was made, so the kernel may
+			 * cache pages of the FUSE file (notify.c); set once. */
 			_Atomic bool fuse_cached;
 			/* On fs->pt_open while pt_opens > 0 (fs->pt_lock). */
 			LIST_ENTRY(inode) pt_link;

@@ -46,7 +46,10 @@ struct inval {
  * have their own queue and thread, and no reply waits for one).  Both
  * nodes are held (fs_hold) until it was sent, so their node ids stay
  * theirs.  Allocated from meta, past the limit: it replaces the
- * directory entry freed with it, which cost more (meta.h).
+ * directory entry freed with it, which cost more (meta.h).  With dir
+ * NULL and an empty name: child's attributes to invalidate (hook_attrs),
+ * which takes no lock in the kernel and shares the queue as a one-way
+ * message that no reply waits for.
  */
 struct delname {
 	struct delname *next;
@@ -272,6 +275,33 @@ static void hook_unlinking(void *ctx, struct inode *dir, struct inode *child,
 	}
 	fs_hold(dir);
 	fs_hold(child);
+	if (nt->del_tail)
+		nt->del_tail->next = d;
+	else
+		nt->del_head = d;
+	nt->del_tail = d;
+	pthread_cond_signal(&nt->del_work);
+	pthread_mutex_unlock(&nt->lock);
+}
+
+static void hook_attrs(void *ctx, struct inode *n)
+{
+	struct notifier *nt = ctx;
+	struct delname *d = meta_alloc(sizeof(*d) + 1);
+
+	if (!d)
+		return; /* the kernel's attributes stay until they expire */
+	d->next = NULL;
+	d->dir = NULL;
+	d->child = n;
+	d->name[0] = '\0';
+	pthread_mutex_lock(&nt->lock);
+	if (nt->stop) {
+		pthread_mutex_unlock(&nt->lock);
+		meta_free(d);
+		return;
+	}
+	fs_hold(n);
 	if (nt->del_tail)
 		nt->del_tail->next = d;
 	else
@@ -555,7 +585,7 @@ static void report_failure(const char *what, int ret)
 	/* ENOENT: the kernel has no such inode or name (nothing cached);
 	 * ENODEV, EBADF, ENOTCONN: unmounting.  No stale data either way. */
 	if (ret < 0 && ret != -ENOENT && ret != -ENODEV && ret != -EBADF && ret != -ENOTCONN)
-		fprintf(stderr, "volatilefs: %s after a purge failed: %s\n", what, strerror(-ret));
+		fprintf(stderr, "volatilefs: %s failed: %s\n", what, strerror(-ret));
 }
 
 /* Wake the poll waiters of n: POLLPRI can be seen now.  No lock held. */
@@ -596,15 +626,17 @@ static void deliver_one(struct notifier *nt, struct inval *r)
 	r->nrng = 0;
 	pthread_mutex_unlock(&nt->lock);
 
-	/* A passthrough file has no pages in the kernel's cache of the FUSE
-	 * file (its readers and mappings use the backing file, which the
-	 * purge punched): only its attributes (st_blocks) are told. */
+	/* A passthrough file whose opens all go to the backing file (reads,
+	 * writes, splice, mappings) has no pages in the kernel's cache of the
+	 * FUSE file, which the purge punched: only its attributes
+	 * (st_blocks) are told.  One with a classic or a FOPEN_DIRECT_IO
+	 * open may have some (fuse_cached). */
 	if (range && nt->fs->passthrough && !atomic_load(&n->fuse_cached))
-		report_failure("attribute invalidation",
+		report_failure("attribute invalidation after a purge",
 			       fuse_lowlevel_notify_inval_inode(nt->se, ino, -1, 0));
 	else
 		for (unsigned i = 0; i < nrng; i++)
-			report_failure("cache invalidation",
+			report_failure("cache invalidation after a purge",
 				       fuse_lowlevel_notify_inval_inode(nt->se, ino,
 						(off_t)rng[i].lo, rng[i].hi == UINT64_MAX ? 0 :
 						(off_t)(rng[i].hi - rng[i].lo)));
@@ -683,13 +715,19 @@ static void *deletion_main(void *arg)
 		if (!nt->del_head)
 			nt->del_tail = NULL;
 		pthread_mutex_unlock(&nt->lock);
-		report_failure("removing a name from the kernel's cache",
-			       fuse_lowlevel_notify_delete(nt->se, nodeid(nt->fs, d->dir),
-							   nodeid(nt->fs, d->child), d->name,
-							   strlen(d->name)));
+		if (d->dir)
+			report_failure("removing a name from the kernel's cache",
+				       fuse_lowlevel_notify_delete(nt->se, nodeid(nt->fs, d->dir),
+								   nodeid(nt->fs, d->child), d->name,
+								   strlen(d->name)));
+		else
+			report_failure("attribute invalidation",
+				       fuse_lowlevel_notify_inval_inode(nt->se,
+						nodeid(nt->fs, d->child), -1, 0));
 		pthread_rwlock_wrlock(&nt->fs->ns_lock);
 		fs_put_locked(nt->fs, d->child);
-		fs_put_locked(nt->fs, d->dir);
+		if (d->dir)
+			fs_put_locked(nt->fs, d->dir);
 		pthread_rwlock_unlock(&nt->fs->ns_lock);
 		meta_free(d);
 		pthread_mutex_lock(&nt->lock);
@@ -743,6 +781,7 @@ int notifier_start(struct notifier *nt, struct fuse_session *se, struct fs *fs)
 	hooks->prepare = hook_prepare;
 	hooks->purged = hook_purged;
 	hooks->unlinking = hook_unlinking;
+	hooks->attrs = hook_attrs;
 	hooks->depend = hook_depend;
 	hooks->depend_all = hook_depend_all;
 	hooks->delivered = hook_delivered;

@@ -190,6 +190,11 @@ static int32_t passthrough_open(struct fs *fs, struct ofile *of, struct fuse_fil
 		/* Writes the daemon must see go through it (FOPEN_DIRECT_IO
 		 * overrides passthrough for read and write, not for mmap). */
 		fi->direct_io = (of->flags & O_ACCMODE) != O_RDONLY && fs_writes_seen(fs, of->inode);
+		/* The kernel's splice read of such an open (sendfile, splice,
+		 * copy_file_range) goes through the FUSE file's page cache,
+		 * filled by READ requests: a purge must invalidate it. */
+		if (fi->direct_io)
+			atomic_store(&of->inode->fuse_cached, true);
 		return id;
 	}
 	fuse_log(FUSE_LOG_ERR, "volatilefs: passthrough open refused (%s); served by the daemon\n",
@@ -589,7 +594,8 @@ static void vfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 
 	drop_setid(req, node_of(req, ino),
 		   ((struct ofile *)(uintptr_t)fi->fh)->passthrough || fuseio_killpriv());
-	n = fs_write(fs, node_of(req, ino), (uint64_t)off, buf, size);
+	n = fi->writepage ? fs_writeback(fs, node_of(req, ino), (uint64_t)off, buf, size)
+			  : fs_write(fs, node_of(req, ino), (uint64_t)off, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else

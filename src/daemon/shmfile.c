@@ -231,27 +231,24 @@ static uint64_t next_held(const struct inode *n, uint64_t from, uint64_t last)
 
 /*
  * A page of the backing file that the map does not know: written (or,
- * after a purge, faulted in) by someone the daemon did not see.
+ * after a purge, faulted in) by someone the daemon did not see.  Its
+ * purged bytes stay purged: a store through a mapping or an open the
+ * kernel writes itself does not say which bytes of the page it wrote,
+ * and a byte stays reported until it is known to hold written data again
+ * (over-reporting the rest of the page is allowed; a loss without a
+ * report is not).  A page wholly purged that reads as zeros was only
+ * loaded through a mapping of the hole (or stored zeros, which read as
+ * the purge left them): it is punched again while a unit holds it, so
+ * that reading a purged page through a mapping costs no memory.
  */
 static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uintptr_t old)
 {
 	bool was;
 
-	if (extset_intersects(&n->purged, idx * PG, (idx + 1) * PG)) {
-		/* A load through a mapping of a punched hole brings back
-		 * zeros: still purged, and punched again, while the page is
-		 * volatile.  A page with data was written, whole, as a
-		 * mapping's write-back is on the classic path; so was one
-		 * no unit holds any more (unmarked, pinned: its owner is
-		 * writing it again, zeros included, and a page written
-		 * with zeros only cannot be told from one that was read). */
-		if (units_find(&n->units, idx) && page_is_zero(fd, idx)) {
-			(void)punch(fd, idx * PG, PG);
-			return;
-		}
-		was = meta_unlimited(true); /* bounded: meta.h, shm sync */
-		(void)extset_remove(&n->purged, idx * PG, (idx + 1) * PG);
-		meta_unlimited(was);
+	if (units_find(&n->units, idx) &&
+	    extset_bytes_in(&n->purged, idx * PG, (idx + 1) * PG) == PG && page_is_zero(fd, idx)) {
+		(void)punch(fd, idx * PG, PG);
+		return;
 	}
 	was = meta_unlimited(true);
 	if (pagemap_set(&n->pages, idx, SHM_HELD | PM_TAGS(old), NULL) == 0) {
@@ -260,52 +257,6 @@ static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uin
 		units_page_added(&fs->lru, &n->units, idx, true);
 	}
 	meta_unlimited(was);
-}
-
-/*
- * Pages that hold memory and purged bytes both (a write(2) reached part
- * of a purged page, or fallocate filled one): a store through a mapping
- * into such a page allocates nothing, so no scan finds it.  The purged
- * bytes of such a page read as zeros until written: one that is not zero
- * any more was written, and the page leaves the purged set whole, as a
- * mapping's write-back does on the classic path.  Pages are read only
- * while n->shm_mixed says some may exist.
- */
-static void check_mixed(struct inode *n, int fd)
-{
-	const struct extent *e = extset_first_from(&n->purged, 0);
-	uint8_t page[PG];
-	bool mixed = false;
-
-	while (e) {
-		uint64_t first = e->start / PG, last = (e->end - 1) / PG, p = next_held(n, first, last);
-		uint64_t from = e->start, to = e->end;
-
-		e = extset_next(&n->purged, e);
-		if (p > last)
-			continue;
-		for (; p <= last; p = next_held(n, p + 1, last)) {
-			uint64_t a = p * PG > from ? p * PG : from;
-			uint64_t b = (p + 1) * PG < to ? (p + 1) * PG : to;
-			ssize_t got = pread(fd, page, PG, (off_t)(p * PG));
-			bool written = false;
-
-			for (uint64_t i = a; i < b && (ssize_t)(i - p * PG) < got; i++)
-				written |= page[i - p * PG] != 0;
-			if (written) {
-				bool was = meta_unlimited(true); /* bounded: meta.h, shm sync */
-
-				(void)extset_remove(&n->purged, p * PG, (p + 1) * PG);
-				meta_unlimited(was);
-				e = extset_first_from(&n->purged, (p + 1) * PG);
-				break;
-			}
-			mixed = true;
-			if (p == last)
-				break;
-		}
-	}
-	n->shm_mixed = mixed;
 }
 
 static void shm_set_times(struct fs *fs, struct inode *n)
@@ -322,7 +273,7 @@ static void shm_set_times(struct fs *fs, struct inode *n)
  * Learn what the kernel did to n's backing file behind the daemon.  The
  * usual case (every stat, lookup and listing entry of a regular file
  * comes here) is one fstatat by name: the file is opened only when its
- * blocks differ from the map or it may hold mixed pages.  An open, an
+ * blocks differ from the map.  An open, an
  * fstat and a close for every entry made a listing of 2000 files take
  * 3.5x the classic path's time (bench.sh's dirops rows).
  */
@@ -349,13 +300,11 @@ static void shm_sync(struct fs *fs, struct inode *n)
 		n->shm_atime = st.st_atim;
 	}
 	/* Nothing allocated behind the map's back: the usual case. */
-	if ((uint64_t)st.st_blocks == n->pages.npages * (PG / 512) && !n->shm_mixed)
+	if ((uint64_t)st.st_blocks == n->pages.npages * (PG / 512))
 		return;
 	fd = shm_backing_open(fs, n, false);
 	if (fd < 0)
 		return;
-	if ((uint64_t)st.st_blocks == n->pages.npages * (PG / 512))
-		goto mixed;
 	while (off < size) {
 		off_t d = lseek(fd, (off_t)off, SEEK_DATA), h;
 
@@ -383,9 +332,6 @@ static void shm_sync(struct fs *fs, struct inode *n)
 		if (next_held(n, last, last) > last && !page_is_zero(fd, last))
 			page_found(fs, n, fd, last, pagemap_get(&n->pages, last));
 	}
-mixed:
-	if (n->shm_mixed)
-		check_mixed(n, fd);
 	close(fd);
 }
 
@@ -454,7 +400,7 @@ static void map_fill(struct fs *fs, struct inode *n, uint64_t first, uint64_t la
 }
 
 static ssize_t shm_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf,
-			 size_t size)
+			 size_t size, bool mapped)
 {
 	struct unit *spare = NULL;
 	struct file_resv r;
@@ -472,7 +418,7 @@ static ssize_t shm_write(struct fs *fs, struct inode *n, uint64_t off, const cha
 	ret = file_reserve_locked(fs, n, first, last, &r);
 	if (ret < 0)
 		return ret;
-	if (extset_intersects(&n->purged, off, off + size)) {
+	if (!mapped && extset_intersects(&n->purged, off, off + size)) {
 		uint64_t ext = meta_cost(sizeof(struct extent));
 
 		ret = mem_reserve(&fs->mem, ext);
@@ -511,11 +457,11 @@ static ssize_t shm_write(struct fs *fs, struct inode *n, uint64_t off, const cha
 		map_fill(fs, n, first, (off + done - 1) / PG, !spare, &r);
 	if (ret < 0 && !done)
 		goto out;
-	meta_credit_begin(r.meta);
-	(void)extset_remove(&n->purged, off, off + done);
-	r.meta = meta_credit_end();
-	if (extset_intersects(&n->purged, first * PG, ((off + done - 1) / PG + 1) * PG))
-		n->shm_mixed = true; /* purged bytes left in a page it filled */
+	if (!mapped) {
+		meta_credit_begin(r.meta);
+		(void)extset_remove(&n->purged, off, off + done);
+		r.meta = meta_credit_end();
+	}
 	if (spare)
 		units_unmark(&fs->lru, &n->units, &n->pages, first, (off + done - 1) / PG + 1, 0,
 			     &spare);
@@ -633,8 +579,6 @@ static int shm_falloc_step(struct fs *fs, struct inode *n, struct file_falloc *f
 	if (ret)
 		return ret;
 	map_fill(fs, n, fa->pos, stop, false, &fa->resv);
-	if (extset_intersects(&n->purged, fa->pos * PG, (stop + 1) * PG))
-		n->shm_mixed = true; /* purged pages that hold memory now */
 	if (stop < fa->last) {
 		fa->pos = stop + 1;
 		return 0;
@@ -649,16 +593,73 @@ static uint64_t shm_pages_held(struct inode *n, uint64_t first, uint64_t last)
 	return first > last ? 0 : pagemap_count(&n->pages, first, last);
 }
 
+/* The end (exclusive) of the run of pages held in the map from first, within last. */
+static uint64_t held_run_end(const struct inode *n, uint64_t first, uint64_t last)
+{
+	uint64_t p = first;
+
+	while (p <= last && next_held(n, p, p) == p)
+		p++;
+	return p;
+}
+
+/* Add [lo, hi) to n's purged set (bounded: at most one extent per call). */
+static void purged_add(struct inode *n, uint64_t lo, uint64_t hi)
+{
+	bool was;
+
+	if (lo >= hi)
+		return;
+	was = meta_unlimited(true); /* a purge's own record: meta.h */
+	(void)extset_add(&n->purged, lo, hi);
+	meta_unlimited(was);
+}
+
+/*
+ * The purge of pages [first, last] of n (evict.c): the caller has
+ * synced n and put its bytes in [first * PG, n->size) in the purged set.
+ * A writer the kernel serves may be appending meanwhile, so the punch
+ * takes exactly the pages the record speaks for: those up to the end of
+ * the file as synced (the last one whole), and beyond it only pages the
+ * map holds (fallocated with KEEP_SIZE).  Pages a writer appends past
+ * them survive, unrecorded.  A writer that wrote into a punched page
+ * before the punch reached it has moved the size past those bytes by
+ * then (tmpfs updates the size before it unlocks the page it wrote,
+ * and a punch waits for each locked page), so the size read after the
+ * punch tells which punched bytes were data: they join the record.
+ */
 static void shm_free_range(struct fs *fs, struct inode *n, uint64_t first, uint64_t last)
 {
-	uint64_t count = 0, end_page = n->size / PG + 1;
+	uint64_t count = 0, eof = n->size / PG + (n->size % PG != 0), synced = n->size;
+	uint64_t stop = last < eof ? last + 1 : eof; /* pages [first, stop) are in the file */
 	int fd = shm_backing_open(fs, n, false);
+	struct stat st;
 
 	if (fd >= 0) {
-		uint64_t stop = last < end_page ? last : end_page;
+		uint64_t from = first > stop ? first : stop, p, q;
 
-		if (first <= stop)
-			(void)punch(fd, first * PG, (stop - first + 1) * PG);
+		if (first < stop)
+			(void)punch(fd, first * PG, (stop - first) * PG);
+		for (p = next_held(n, from, last); p <= last; p = next_held(n, q, last)) {
+			q = held_run_end(n, p, last);
+			(void)punch(fd, p * PG, (q - p) * PG);
+			if (q > last)
+				break;
+		}
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > synced) {
+			uint64_t now = (uint64_t)st.st_size;
+
+			if (first < stop)
+				purged_add(n, synced > first * PG ? synced : first * PG,
+					   now < stop * PG ? now : stop * PG);
+			for (p = next_held(n, from, last); p <= last && p * PG < now;
+			     p = next_held(n, q, last)) {
+				q = held_run_end(n, p, last);
+				purged_add(n, p * PG, now < q * PG ? now : q * PG);
+				if (q > last)
+					break;
+			}
+		}
 		close(fd);
 	}
 	pagemap_remove_range(&n->pages, first, last, count_page, &count);

@@ -21,16 +21,14 @@
  * passthrough open, a shared mapping) change the backing file behind
  * it: shm_sync (store_ops.sync) brings the map, the size, mtime and the
  * purged set up to date from the backing file, and every caller that
- * reads them takes it first (fs_sync).  A page that was purged and now
- * holds memory left the purged set only when a byte of it is not zero:
- * a load through a shared mapping of a punched hole brings back a page
- * of zeros, which reads as purged bytes read, and that page is punched
- * again (inside a unit; outside every unit such a page leaves the set:
- * the range was unmarked and its owner is writing it again).  A page
- * that holds memory and purged bytes both (a daemon write reached part
- * of a purged page, or fallocate filled one) is read at each sync while
- * any may exist (inode shm_mixed): once a purged byte of it is not zero
- * it was written through a mapping, and it leaves the set whole.  The
+ * reads them takes it first (fs_sync).  A sync never takes a byte out
+ * of the purged set: a store through a mapping, or a write(2) the kernel
+ * served itself, does not say which bytes of a page it wrote, so a page
+ * purged and written again that way stays reported whole (no loss
+ * without a report; the daemon's own write(2), a punch, a
+ * truncate and the cleared report are what take bytes out).  A wholly
+ * purged page that now holds only zeros was loaded through a mapping of
+ * the punched hole: it is punched again while a unit holds it.  The
  * scan for new pages is skipped while the backing file's allocated size
  * still equals the map's count.
  *

@@ -30,6 +30,7 @@
 #ifndef VOLATILEFS_STORE_H
 #define VOLATILEFS_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -44,9 +45,13 @@ struct store_ops {
 	/* Read without a copy: file_read_iov_locked. */
 	ssize_t (*read_iov)(struct fs *fs, struct inode *n, uint64_t off, size_t size,
 			    struct iovec *iov, size_t *niov);
-	/* Write: file_write_locked; pages_needed: what a refused write asks room for. */
+	/*
+	 * Write: file_write_locked; pages_needed: what a refused write asks
+	 * room for.  mapped: the write-back of stores through a mapping,
+	 * which leaves the purged set alone (fs.h, fs_writeback).
+	 */
 	ssize_t (*write)(struct fs *fs, struct inode *n, uint64_t off, const char *buf,
-			 size_t size);
+			 size_t size, bool mapped);
 	uint64_t (*pages_needed)(struct inode *n, uint64_t off, uint64_t size);
 	/* Truncate: file_truncate_locked. */
 	int (*truncate)(struct fs *fs, struct inode *n, uint64_t size);

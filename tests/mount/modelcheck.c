@@ -19,8 +19,8 @@
  * The model follows SPEC section 4 literally: pages and units, absorption of overlapping
  * units (touching ones stay apart), splitting on unmark, unbounded units that follow the
  * size, a purge discarding whole units and adding the unit's bytes within the size to the
- * purged set (which then read as zeros), writes removing exactly the bytes written (a write
- * through a mapping counts once written back: the whole dirty pages, within the size),
+ * purged set (which then read as zeros), writes removing exactly the bytes written (a store
+ * through a mapping removes none: it does not say which bytes of a page it wrote),
  * truncation and PUNCH_HOLE removing purged bytes, truncation cutting bounded units.
  * Memory pressure may purge any volatile unit at any time: the run uses a generous
  * memory_limit so that only the explicit purges happen, but the model stays honest: when
@@ -1299,43 +1299,11 @@ static void op_mwrite(struct state *S, struct minode *m, const struct op *o)
 	S->we = pe < m->size ? pe : m->size;
 	S->wadopt = true;
 	memcpy(m->data + o->off, buf, end - o->off);
-	/* Written back whole pages, within the size, leave the purged set. */
-	memset(m->purged + ps, 0, (pe < m->size ? pe : m->size) - ps);
+	/* The purged set keeps its bytes: a store through a mapping does not
+	 * say which bytes of a page it wrote (no loss without a report). */
 	if (write_unmark)
 		model_unmark(S, m, ps / PG, pe / PG);
 	free(buf);
-}
-
-/*
- * The passthrough path (volatilefs(8), PASSTHROUGH): a load through a
- * mapping of a purged page that holds no memory brings a page of zeros
- * into the backing file, which the daemon cannot tell from a page
- * written with zeros.  Inside a unit it stays purged; outside every unit
- * (unmarked: its owner is writing it again) it leaves the purged set,
- * whole.  Which pages held no memory the model does not track, so for
- * the pages of [off, end) outside every unit it takes the daemon's word
- * in that one direction: purged in the model, not purged in the daemon.
- */
-static void model_refill(struct state *S, int slot, uint64_t off, uint64_t end)
-{
-	static struct ext got[MAXEXT];
-	struct minode *m = &S->in[slot];
-	size_t ng, k = 0;
-
-	if (!real_extents(S, slot, got, MAXEXT, &ng) || ng > MAXEXT)
-		return;
-	for (uint64_t p = off / PG; p * PG < end && p * PG < m->size; p++) {
-		uint64_t a = p * PG, b = (p + 1) * PG < m->size ? (p + 1) * PG : m->size;
-		bool real = false;
-
-		if (in_some_unit(S, slot, p) || !memchr(m->purged + a, 1, b - a))
-			continue;
-		while (k < ng && got[k].off + got[k].len <= a)
-			k++;
-		real = k < ng && got[k].off < b;
-		if (!real)
-			memset(m->purged + a, 0, b - a);
-	}
 }
 
 static void op_mread(struct state *S, int slot, const struct op *o)
@@ -1346,8 +1314,6 @@ static void op_mread(struct state *S, int slot, const struct op *o)
 	if (!S->real || !map_range(m, o, &end))
 		return;
 	cmp_read(S, F_MAP, slot, m->map + o->off, o->off, end - o->off);
-	if (passthrough_path)
-		model_refill(S, slot, o->off, end);
 }
 
 static void op_unmark(struct state *S, int slot, const struct op *o)
