@@ -4,9 +4,12 @@
 #include "evict.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <stdatomic.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs.h"
 #include "meta.h"
@@ -325,19 +328,30 @@ void evict_check(struct fs *fs)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit), low = atomic_load(&fs->mem.low);
 
-	if (fs->passthrough) {
+	if (atomic_load(&fs->passthrough)) {
 		/*
 		 * Writers the kernel serves itself are seen only here: read
 		 * what the backing files hold, move the tmpfs's size (the
 		 * hard backstop) to what the limit leaves beside our RSS, and
 		 * purge from halfway between memory_low and the limit, so
-		 * that a writer meets room rather than the backstop.
+		 * that a writer meets room rather than the backstop.  While
+		 * writable passthrough opens exist, a writer the daemon does
+		 * not see can fill what is left in a few milliseconds: the
+		 * purge starts at memory_low and goes as far below it as the
+		 * limit is above it, so that the writer has that much room
+		 * again before the next purge must start.
 		 */
+		uint64_t start = low + (limit - low) / 2, target = low;
+
+		if (atomic_load(&fs->pt_writers)) {
+			start = low;
+			target = low > limit - low ? low - (limit - low) : 0;
+		}
 		fs_pt_walk(fs, false);
 		mem_reconcile(&fs->mem);
 		fs_shm_recap(fs);
-		if (mem_rss(&fs->mem) > low + (limit - low) / 2)
-			evict_to(fs, low);
+		if (mem_rss(&fs->mem) > start)
+			evict_to(fs, target);
 		return;
 	}
 	if (mem_rss(&fs->mem) > limit)
@@ -378,50 +392,129 @@ void evict_probe(struct fs *fs)
 	pthread_mutex_unlock(&fs->evict_lock);
 }
 
+/*
+ * Room for writers the kernel serves (opens answered without
+ * FOPEN_DIRECT_IO, stores through mappings): they allocate pages of the
+ * backing files with no request, and get ENOSPC (SIGBUS through a
+ * mapping) once the tmpfs is full, while volatile data may still hold
+ * memory.  The tmpfs's size leaves them the allowance over the limit
+ * (fs_shm_recap); the purge starts before that, at halfway between
+ * memory_low and the limit (evict_check), and must start in time: each
+ * write(2) to a backing file wakes the monitor (inotify IN_MODIFY on
+ * their directory), which compares the kernel's two figures (our RSS,
+ * the tmpfs's use: two system calls) with that point and purges only
+ * past it.  Stores through a mapping send no event: while any writable
+ * passthrough open exists the monitor also looks every EVICT_KEEP_MS.
+ */
+static void keep_room(struct fs *fs)
+{
+	uint64_t low = atomic_load(&fs->mem.low);
+
+	if (!atomic_load(&fs->passthrough))
+		return;
+	fs_shm_recap(fs); /* the size follows the RSS, which a purge or an rm lowered */
+	if (!atomic_load(&fs->lru.ever))
+		return;
+	if (mem_rss_kernel(&fs->mem) + shm_used(&fs->shm) > low)
+		evict_check(fs);
+}
+
+/* Milliseconds from now to *t (0 when past), at most cap. */
+static int ms_until(const struct timespec *t, int cap)
+{
+	struct timespec now;
+	int64_t ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (int64_t)(t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : ms > cap ? cap : (int)ms;
+}
+
+static bool past(const struct timespec *t)
+{
+	return ms_until(t, 1) == 0;
+}
+
+static void add_ms(struct timespec *t, long ms)
+{
+	t->tv_nsec += ms * 1000000L;
+	while (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
+	}
+}
+
+/* Read what woke us from fd (non-blocking): true when anything was there. */
+static bool drain(int fd)
+{
+	char buf[4096];
+	bool any = false;
+
+	while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+		any = true;
+	return any;
+}
+
+static bool stopping(struct fs *fs)
+{
+	bool stop;
+
+	pthread_mutex_lock(&fs->monitor_lock);
+	stop = fs->monitor_stop;
+	pthread_mutex_unlock(&fs->monitor_lock);
+	return stop;
+}
+
 static void *monitor_main(void *arg)
 {
 	struct fs *fs = arg;
-	struct timespec ts;
+	struct pollfd p[2] = { { .fd = fs->monitor_wake, .events = POLLIN },
+			       { .fd = fs->monitor_watch, .events = POLLIN } };
+	struct timespec tick;
 	unsigned ticks = 0;
 
-	pthread_mutex_lock(&fs->monitor_lock);
-	while (!fs->monitor_stop) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += EVICT_MONITOR_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&fs->monitor_cond, &fs->monitor_lock, &ts);
-		if (fs->monitor_stop)
+	clock_gettime(CLOCK_MONOTONIC, &tick);
+	add_ms(&tick, EVICT_MONITOR_MS);
+	while (!stopping(fs)) {
+		int wait = ms_until(&tick, EVICT_MONITOR_MS);
+
+		if (atomic_load(&fs->pt_writers) && wait > EVICT_KEEP_MS)
+			wait = EVICT_KEEP_MS;
+		if (poll(p, p[1].fd >= 0 ? 2 : 1, wait) < 0 && errno != EINTR)
 			break;
-		pthread_mutex_unlock(&fs->monitor_lock);
+		if (drain(fs->monitor_wake) && stopping(fs))
+			break;
+		(void)drain(fs->monitor_watch);
+		if (!past(&tick)) {
+			keep_room(fs);
+			continue;
+		}
+		add_ms(&tick, EVICT_MONITOR_MS);
 		/* Freed metadata back to the kernel, then the kernel's figure. */
 		mem_trim(&fs->mem, mem_rss(&fs->mem) > atomic_load(&fs->mem.limit));
 		evict_check(fs);
 		if (++ticks % (EVICT_PROBE_MS / EVICT_MONITOR_MS) == 0)
 			evict_probe(fs);
-		pthread_mutex_lock(&fs->monitor_lock);
 	}
-	pthread_mutex_unlock(&fs->monitor_lock);
 	return NULL;
 }
 
 int evict_monitor_start(struct fs *fs)
 {
-	pthread_condattr_t ca;
 	int ret;
 
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	ret = pthread_cond_init(&fs->monitor_cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (ret)
-		return -ret;
+	fs->monitor_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fs->monitor_wake < 0)
+		return -errno;
+	/* Without a watch, the monitor still looks every EVICT_KEEP_MS
+	 * while writers exist. */
+	fs->monitor_watch = shm_watch(&fs->shm);
 	fs->monitor_stop = false;
 	ret = pthread_create(&fs->monitor, NULL, monitor_main, fs);
 	if (ret) {
-		pthread_cond_destroy(&fs->monitor_cond);
+		close(fs->monitor_wake);
+		if (fs->monitor_watch >= 0)
+			close(fs->monitor_watch);
 		return -ret;
 	}
 	fs->monitor_running = true;
@@ -430,13 +523,19 @@ int evict_monitor_start(struct fs *fs)
 
 void evict_monitor_stop(struct fs *fs)
 {
+	uint64_t one = 1;
+
 	if (!fs->monitor_running)
 		return;
 	pthread_mutex_lock(&fs->monitor_lock);
 	fs->monitor_stop = true;
-	pthread_cond_signal(&fs->monitor_cond);
 	pthread_mutex_unlock(&fs->monitor_lock);
+	if (write(fs->monitor_wake, &one, sizeof(one)) < 0) {
+		/* an eventfd short of 2^64 - 1 takes it: cannot happen */
+	}
 	pthread_join(fs->monitor, NULL);
-	pthread_cond_destroy(&fs->monitor_cond);
+	close(fs->monitor_wake);
+	if (fs->monitor_watch >= 0)
+		close(fs->monitor_watch);
 	fs->monitor_running = false;
 }

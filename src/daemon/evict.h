@@ -38,6 +38,8 @@ struct inode;
 struct unit;
 
 #define EVICT_MONITOR_MS 100
+/* While writable passthrough opens exist: how often the monitor looks at the room left. */
+#define EVICT_KEEP_MS 10
 
 /*
  * Recency that sees the kernel's own reads (units.h): every

@@ -78,7 +78,7 @@ int fs_shm_setup(struct fs *fs, uint64_t cap)
 
 #define RECAP_STEP (1u << 20)
 
-void fs_shm_recap(struct fs *fs)
+uint64_t fs_shm_cap_max(struct fs *fs)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit), rss = mem_rss_kernel(&fs->mem);
 	/*
@@ -94,10 +94,17 @@ void fs_shm_recap(struct fs *fs)
 	/* Less what our RSS may grow by before the next tick, and what the
 	 * size may lag (it moves only by more than RECAP_STEP). */
 	uint64_t keep = rss + RECAP_STEP + (1u << 20);
-	uint64_t cap = limit + slack > keep ? limit + slack - keep : 0, used, cur;
+
+	return limit + slack > keep ? limit + slack - keep : 0;
+}
+
+void fs_shm_recap(struct fs *fs)
+{
+	uint64_t cap, used, cur;
 
 	if (fs->shm.mnt < 0)
 		return;
+	cap = fs_shm_cap_max(fs);
 	used = shm_used(&fs->shm);
 	if (cap < used)
 		cap = used;

@@ -115,12 +115,15 @@ struct fs {
 	struct mem mem;
 	struct lru lru;
 	struct inode *root;
-	/* File data (store.h): the arena store from fs_init; fs_use_shm
-	 * switches to the shared-memory store before the first file exists
-	 * (at FUSE INIT), and it is constant after. */
+	/* File data (store.h): the arena store from fs_init;
+	 * fs_use_shm_store switches to the shared-memory store before the
+	 * first file exists (at FUSE INIT, on a worker thread, while the
+	 * monitor and notifier threads already run), and it is constant
+	 * after.  passthrough is set after store, atomically: a thread that
+	 * reads it true reads the new store too. */
 	const struct store_ops *store;
 	struct shm shm;           /* the shared-memory store's tmpfs (root -1: none) */
-	bool passthrough;         /* files are opened through the kernel (SPEC 11) */
+	_Atomic bool passthrough; /* files are opened through the kernel (SPEC 11) */
 	/* Files with passthrough opens (inode.h pt_link), for
 	 * fs_touch_open; pt_lock is taken after inode locks. */
 	pthread_mutex_t pt_lock;
@@ -153,12 +156,19 @@ struct fs {
 	 * whether its readahead window was seen to. */
 	int fuse_conn;
 	_Atomic bool readahead_tuned;
-	/* The monitor thread (evict.c). */
+	/* The monitor thread (evict.c): it sleeps in poll() on monitor_wake
+	 * (an eventfd: stop) and monitor_watch (inotify on the backing
+	 * files' directory, -1 without one: writes the kernel serves). */
 	pthread_t monitor;
 	bool monitor_running;
 	pthread_mutex_t monitor_lock;
-	pthread_cond_t monitor_cond;
+	int monitor_wake;
+	int monitor_watch;
 	bool monitor_stop;        /* under monitor_lock */
+	/* Writable passthrough opens of all files (the kernel may write or
+	 * map the backing files for them): the monitor looks every
+	 * EVICT_KEEP_MS while there are any. */
+	_Atomic uint32_t pt_writers;
 };
 
 /* The caller of a request. */
@@ -232,6 +242,14 @@ void fs_sync(struct fs *fs, struct inode *n);
  * mapping) gets ENOSPC or SIGBUS from the kernel beyond the allowance.
  */
 void fs_shm_recap(struct fs *fs);
+/*
+ * The largest size the tmpfs may have now: the limit and its allowance
+ * less the daemon's RSS (the kernel's figure) and what that may grow by
+ * before the next look.  The daemon's own write that finds the tmpfs
+ * full grows it at most to this (shmfile.c); past it the write asks for
+ * a purge, as one refused by its reservation does.
+ */
+uint64_t fs_shm_cap_max(struct fs *fs);
 /* What reservations leave under the limit on the passthrough path (mem.h keep). */
 #define FS_SHM_KEEP (2u << 20)
 void fs_sync_locked(struct fs *fs, struct inode *n);
@@ -356,15 +374,16 @@ void fs_release_file(struct fs *fs, struct ofile *of);
 int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd));
 int32_t fs_backing_put(struct fs *fs, struct ofile *of);
 /*
- * Must a writable passthrough open of n send its writes through the
- * daemon?  Yes once a write could need a purge first or change what
- * the volatile layer records: from the mount's first mark on (never
- * again "no" after it: what an open does stays predictable), when n has
- * purged bytes, or write_policy=unmark (SPEC sections 3, 4, 11); and
- * when n is set-user-ID or set-group-ID (a write clears those bits).
- * Otherwise the kernel writes the backing file itself.
+ * Does a writable passthrough open (fs_backing_get sets of->writes_seen)
+ * send its write(2)s through the daemon (FOPEN_DIRECT_IO)?  Yes when a
+ * write changes what the volatile layer records: n holds a volatile
+ * unit or purged bytes (a write(2) takes exactly its bytes out of the
+ * purged set, which only the daemon can see), or write_policy=unmark;
+ * and when n is set-user-ID or set-group-ID (a write clears those bits).
+ * Otherwise the kernel writes the backing file itself, at the speed of
+ * tmpfs, and the monitor keeps room ahead of it (evict.h).  n locked.
  */
-bool fs_writes_seen(struct fs *fs, struct inode *n);
+bool fs_writes_seen_locked(struct fs *fs, struct inode *n);
 /*
  * Walk the files with passthrough opens (the kernel reads and writes
  * them without the daemon).  Each with a writable open is synced

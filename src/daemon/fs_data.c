@@ -309,27 +309,31 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
 			pthread_mutex_unlock(&fs->pt_lock);
 		}
 		of->passthrough = true;
-		if ((of->flags & O_ACCMODE) != O_RDONLY)
+		if ((of->flags & O_ACCMODE) != O_RDONLY) {
+			of->writes_seen = fs_writes_seen_locked(fs, n);
 			atomic_fetch_add(&n->pt_writers, 1);
+			atomic_fetch_add(&fs->pt_writers, 1);
+		}
 		touch_file(fs, n);
 	}
 	pthread_rwlock_unlock(&n->lock);
+	/* A writer the kernel serves meets the tmpfs's size, not a
+	 * reservation: size it to what the limit leaves now, with freed
+	 * metadata given back first (an rm may have just freed much). */
+	if (id > 0 && (of->flags & O_ACCMODE) != O_RDONLY && !of->writes_seen) {
+		mem_trim(&fs->mem, false);
+		fs_shm_recap(fs);
+	}
 	return id;
 }
 
-bool fs_writes_seen(struct fs *fs, struct inode *n)
+bool fs_writes_seen_locked(struct fs *fs, struct inode *n)
 {
-	bool seen;
-
-	if (fs->write_unmark || atomic_load(&fs->lru.ever))
-		return true;
-	pthread_rwlock_rdlock(&n->lock);
 	/* A write clears set-user-ID and set-group-ID (FUSE_WRITE_KILL_SUIDGID
 	 * reaches the daemon only with the write; the kernel's own write to
 	 * the backing file leaves the node's mode alone). */
-	seen = !extset_empty(&n->purged) || (n->mode & (S_ISUID | S_ISGID));
-	pthread_rwlock_unlock(&n->lock);
-	return seen;
+	return fs->write_unmark || n->units.count > 0 || !extset_empty(&n->purged) ||
+	       (n->mode & (S_ISUID | S_ISGID));
 }
 
 int32_t fs_backing_put(struct fs *fs, struct ofile *of)
@@ -343,6 +347,7 @@ int32_t fs_backing_put(struct fs *fs, struct ofile *of)
 	of->passthrough = false;
 	if ((of->flags & O_ACCMODE) != O_RDONLY) {
 		atomic_fetch_sub(&n->pt_writers, 1);
+		atomic_fetch_sub(&fs->pt_writers, 1);
 		fs_sync_locked(fs, n); /* what it wrote behind the daemon */
 		/* The kernel caches attributes for long and saw no request
 		 * for stores through a mapping: every process sees the size,

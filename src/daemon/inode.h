@@ -60,6 +60,7 @@ struct ofile {
 	void *poll_handle;         /* the newest poll of this file; inode lock */
 	bool overdraft;            /* charged past the limit (fs_ofile_new); immutable */
 	bool passthrough;          /* holds a use of the inode's backing id (fs_backing_get) */
+	bool writes_seen;          /* ... and its writes reach the daemon (fs_writes_seen_locked) */
 };
 
 struct inode {

@@ -189,7 +189,7 @@ static int32_t passthrough_open(struct fs *fs, struct ofile *of, struct fuse_fil
 		fi->keep_cache = 0;
 		/* Writes the daemon must see go through it (FOPEN_DIRECT_IO
 		 * overrides passthrough for read and write, not for mmap). */
-		fi->direct_io = (of->flags & O_ACCMODE) != O_RDONLY && fs_writes_seen(fs, of->inode);
+		fi->direct_io = of->writes_seen;
 		/* The kernel's splice read of such an open (sendfile, splice,
 		 * copy_file_range) goes through the FUSE file's page cache,
 		 * filled by READ requests: a purge must invalidate it. */

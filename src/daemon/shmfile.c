@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -95,18 +96,43 @@ uint64_t shm_used(const struct shm *s)
 	return (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
 }
 
+int shm_watch(const struct shm *s)
+{
+	char path[64];
+	int fd;
+
+	if (s->root < 0)
+		return -1;
+	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* The tmpfs is attached nowhere: its root is reached through our descriptor. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->root);
+	if (inotify_add_watch(fd, path, IN_MODIFY) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /*
  * The daemon's own write or fallocate of bytes more found the tmpfs
  * full: its size lags the room the limit leaves (fs_shm_recap follows
- * the RSS every 100 ms), but the daemon reserved those bytes against
- * the limit before it wrote (file_reserve_locked), so the tmpfs grows
- * to hold them.  True when it grew.
+ * the RSS every tick), and the daemon reserved those bytes against the
+ * limit before it wrote (file_reserve_locked).  But that reservation
+ * counts only the pages the daemon knows of, not those a writer the
+ * kernel serves allocated since the last sync: the tmpfs grows to hold
+ * them only within what the limit leaves (fs_shm_cap_max), and the
+ * write otherwise fails with ENOSPC, which purges and tries again
+ * (fs_write).  True when it grew.
  */
-static bool shm_grow_for(struct shm *s, uint64_t bytes)
+static bool shm_grow_for(struct fs *fs, uint64_t bytes)
 {
+	struct shm *s = &fs->shm;
 	uint64_t want = shm_used(s) + bytes + PG;
 
-	return want > atomic_load(&s->cap) && shm_set_cap(s, want) == 0;
+	return want > atomic_load(&s->cap) && want <= fs_shm_cap_max(fs) &&
+	       shm_set_cap(s, want) == 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -442,7 +468,7 @@ static ssize_t shm_write(struct fs *fs, struct inode *n, uint64_t off, const cha
 		ssize_t w = pwrite(fd, buf + done, size - done, (off_t)(off + done));
 		int err = w < 0 ? errno : EIO; /* before anything else sets errno */
 
-		if (w < 0 && err == ENOSPC && shm_grow_for(&fs->shm, size - done)) {
+		if (w < 0 && err == ENOSPC && shm_grow_for(fs, size - done)) {
 			w = pwrite(fd, buf + done, size - done, (off_t)(off + done));
 			err = w < 0 ? errno : EIO;
 		}
@@ -574,7 +600,7 @@ static int shm_falloc_step(struct fs *fs, struct inode *n, struct file_falloc *f
 	do
 		ret = fallocate(fd, fa->keep_size ? FALLOC_FL_KEEP_SIZE : 0, (off_t)from,
 				(off_t)(to - from)) < 0 ? -errno : 0;
-	while (ret == -ENOSPC && shm_grow_for(&fs->shm, to - from));
+	while (ret == -ENOSPC && shm_grow_for(fs, to - from));
 	close(fd);
 	if (ret)
 		return ret;

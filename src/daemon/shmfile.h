@@ -76,6 +76,13 @@ void shm_teardown(struct shm *s);
 int shm_set_cap(struct shm *s, uint64_t cap);
 /* Bytes the tmpfs holds now (its statfs), 0 when not set up. */
 uint64_t shm_used(const struct shm *s);
+/*
+ * An inotify descriptor (non-blocking) that becomes readable whenever a
+ * backing file is written through write(2) or fallocate, the kernel's
+ * own passthrough writes included (not stores through a mapping), or -1
+ * when not set up or inotify is unavailable.  The caller closes it.
+ */
+int shm_watch(const struct shm *s);
 
 /*
  * Open n's backing file for reading and writing (created when create
