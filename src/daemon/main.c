@@ -12,6 +12,7 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -51,6 +52,9 @@ static void usage(const char *prog)
 	       "                           kernel serves itself (FUSE passthrough: root, Linux\n"
 	       "                           6.9+); auto falls back to the classic path, on\n"
 	       "                           refuses to mount without it (default auto)\n"
+	       "    -o auto_unmount=on|off  when the daemon dies, the mount goes (through\n"
+	       "                           fusermount3) and its memory once the last open\n"
+	       "                           file on it is closed; off leaves it dead (default on)\n"
 	       "    -o mode=OCTAL          permissions of the root (default 1777 as root, else 0755)\n"
 	       "    -o uid=N,gid=N         owner of the root (default: the mounting user)\n"
 	       "SIZE: bytes, decimal or 0x hex, with an optional K, M, G or T suffix (binary).\n\n",
@@ -194,6 +198,51 @@ static const char *passthrough_setup(struct fs *fs, const struct opts *o, char *
 	return NULL;
 }
 
+/*
+ * fuse_session_mount, with the caller's standard input, output and error
+ * kept from fusermount3.  Under auto_unmount, libfuse 3.14 mounts through fusermount3
+ * (as root too), which then stays, watching us, for as long as we live,
+ * holding every descriptor it inherited (the fusermount3 of libfuse 3.18 and
+ * later lets go of them): a caller waiting for the end of our output (a
+ * shell's $(...), a pipe) would wait until we die, not until we detach, and
+ * without a subtype= (fsname= given) it says "not mounted" there after every
+ * clean unmount.  So it inherits /dev/null and, for standard error, a pipe
+ * copied to ours once the mount is made: what fusermount3 and libfuse say of
+ * a mount is written before the device reaches us or fusermount3 exits.
+ * Nothing else runs yet (threads start after fuse_daemonize).
+ */
+static int session_mount(struct fuse_session *se, const char *mountpoint)
+{
+	int saved[3], p[2], null, ret;
+	char buf[4096];
+	ssize_t n;
+
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+		if (null >= 0)
+			close(null);
+		return fuse_session_mount(se, mountpoint);
+	}
+	for (int i = 0; i < 3; i++)
+		saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 3); /* -1: closed, stays /dev/null */
+	(void)dup2(null, STDIN_FILENO);
+	(void)dup2(null, STDOUT_FILENO);
+	(void)dup2(p[1], STDERR_FILENO);
+	ret = fuse_session_mount(se, mountpoint);
+	for (int i = 0; i < 3; i++) {
+		(void)dup2(saved[i] >= 0 ? saved[i] : null, i);
+		if (saved[i] >= 0)
+			close(saved[i]);
+	}
+	close(null);
+	close(p[1]);
+	while ((n = read(p[0], buf, sizeof(buf))) > 0)
+		if (write(STDERR_FILENO, buf, (size_t)n) != n)
+			break;
+	close(p[0]);
+	return ret;
+}
+
 static bool log_stderr;
 
 static void log_line(void *ctx, const char *msg)
@@ -288,6 +337,22 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "volatilefs: out of memory\n");
 		goto out_opts;
 	}
+	/*
+	 * When we die, the mount goes (volatilefs(8), "When the daemon
+	 * dies"): libfuse's auto_unmount has fusermount3 watch a socket that
+	 * only we hold and, once it closes, detach the mount if its root
+	 * answers ENOTCONN, which it does once no process holds the
+	 * connection's /dev/fuse.  The kernel frees the connection, and with
+	 * it the backing files of the passthrough path, once nothing uses the
+	 * detached mount (open files, mappings, current directories); a dead
+	 * mount left in place would pin them for good.  A mount the caller
+	 * made (/dev/fd/N) is the caller's to watch.
+	 */
+	if (!o.auto_unmount_off && strncmp(copts.mountpoint, "/dev/fd/", 8) != 0 &&
+	    fuse_opt_add_arg(&args, "-oauto_unmount") != 0) {
+		fprintf(stderr, "volatilefs: out of memory\n");
+		goto out_opts;
+	}
 
 	cfg.memory_limit = o.memory_limit;
 	cfg.memory_low = o.memory_low;
@@ -317,7 +382,7 @@ int main(int argc, char *argv[])
 		goto out_fs; /* libfuse said why (an unknown option, usually) */
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
-	if (fuse_session_mount(se, copts.mountpoint) != 0)
+	if (session_mount(se, copts.mountpoint) != 0)
 		goto out_signals;
 	/* Our own /dev/fuse I/O asks for passthrough at INIT (fuseio.h), and
 	 * for parallel lookups and readdirs in one directory, which libfuse

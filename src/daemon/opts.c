@@ -58,7 +58,7 @@ int opts_parse_passthrough(const char *s)
 
 struct raw_opts {
 	char *memory_limit, *memory_low, *mode, *uid, *gid, *purged_read, *write_policy, *auto_;
-	char *pressure, *pressure_headroom, *passthrough;
+	char *pressure, *pressure_headroom, *passthrough, *auto_unmount;
 };
 
 /*
@@ -80,6 +80,7 @@ static const struct fuse_opt opt_table[] = {
 	RAW("pressure=", pressure),
 	RAW("pressure_headroom=", pressure_headroom),
 	RAW("passthrough=", passthrough),
+	RAW("auto_unmount=", auto_unmount),
 	FUSE_OPT_END
 };
 
@@ -229,6 +230,15 @@ int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
 			goto out;
 		}
 	}
+	if (raw.auto_unmount) {
+		if (strcmp(raw.auto_unmount, "off") == 0) {
+			o->auto_unmount_off = true;
+		} else if (strcmp(raw.auto_unmount, "on") != 0) {
+			snprintf(err, errlen, "auto_unmount=%s: must be on or off", raw.auto_unmount);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
 	if (raw.passthrough) {
 		o->passthrough = opts_parse_passthrough(raw.passthrough);
 		o->passthrough_set = true;
@@ -262,5 +272,6 @@ out:
 	free(raw.pressure);
 	free(raw.pressure_headroom);
 	free(raw.passthrough);
+	free(raw.auto_unmount);
 	return ret;
 }

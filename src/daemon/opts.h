@@ -2,7 +2,8 @@
  * opts.h - the daemon's own mount options (SPEC section 2).
  *
  * opts_parse() takes memory_limit=, memory_low=, purged_read=,
- * write_policy=, auto=, pressure=, pressure_headroom=, passthrough=, mode=, uid=, gid= out
+ * write_policy=, auto=, pressure=, pressure_headroom=, passthrough=, auto_unmount=, mode=,
+ * uid=, gid= out
  * of the argument list with fuse_opt and validates them; everything else
  * stays for libfuse (standard FUSE options, -f/-d/-s, the mountpoint),
  * which refuses what it does not know.  The value parsers are pure
@@ -31,6 +32,7 @@ struct opts {
 	bool write_unmark;     /* write_policy=unmark (default keep) */
 	int auto_mode;         /* auto=off|mark|unlink of the root (0 = off) */
 	bool pressure_off;     /* pressure=off (default on) */
+	bool auto_unmount_off; /* auto_unmount=off (default on: main.c adds libfuse's auto_unmount) */
 	uint64_t pressure_headroom; /* 0: not given */
 	int passthrough;       /* OPTS_PT_*: passthrough=auto (default), on, off */
 	bool passthrough_set;  /* given */
