@@ -187,6 +187,10 @@ static const char *passthrough_setup(struct fs *fs, const struct opts *o, char *
 	if (o->purged_eio)
 		return "purged_read=eio needs the classic path: the kernel would serve purged "
 		       "bytes of a passthrough file as zeros";
+	if (o->write_unmark)
+		return "write_policy=unmark needs the classic path: stores through a mapping of a "
+		       "passthrough file reach its backing file without a request, so the daemon "
+		       "cannot tell which pages were written";
 	if (!kernel_has_passthrough())
 		return "the kernel has no FUSE passthrough (Linux 6.9 or later)";
 	ret = fs_shm_setup(fs, atomic_load(&fs->mem.limit));
