@@ -75,13 +75,19 @@
  * volatilefs_unmark() would say it, but one call per run costs a round
  * trip per run (the xattrs: volatilefs(8)).
  *
- * Every write into a slot covers the whole slot with one pwrite(2): the
- * daemon gets the bytes at once, and writing bytes removes them from the
- * file's purged set.  (Stores through a writable mapping would also work,
- * but they reach the daemon only at msync(2) time, and with the mount
- * option purged_read=eio the store fault on a purged page would read it
- * first and raise SIGBUS.)  The unmark always comes before the write: a
- * slot written while still volatile could be purged right after.
+ * Every write into a slot punches a hole over the slot (fallocate
+ * PUNCH_HOLE), then covers the whole slot with one pwrite(2).  The punch
+ * clears the slot's bytes from the file's purged set whatever path the
+ * write then takes: a write(2) the daemon serves would clear exactly its
+ * bytes itself, but on the passthrough path an open made before the
+ * mount's first mark is written by the kernel, unseen, and so is any
+ * store through a mapping; a byte that reads as zero after a purge stays
+ * reported until something says it was written (volatilefs(8), "No loss
+ * without a report").  (Stores through a writable mapping would work after
+ * the punch too, but with the mount option purged_read=eio the store
+ * fault on a purged page would read it first and raise SIGBUS.)  The
+ * unmark always comes before the write: a slot written while still
+ * volatile could be purged right after.
  *
  * 3. The poll thread
  *
@@ -596,6 +602,14 @@ static int rasterise(struct cache *c, int32_t gi, int32_t s)
 		memcpy(bits + (size_t)y * w, bm->buffer + row * apitch, w);
 	}
 
+	/* First a hole over the slot: punched bytes leave the purged set,
+	 * whoever writes them next (see "Every write into a slot" above). */
+	if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)slot_off(c, s),
+		      (off_t)c->slot_size) != 0) {
+		fprintf(stderr, "%s: %s: clearing slot %" PRId32 " at offset %" PRIu64 ": %s\n",
+			prog, c->path, s, slot_off(c, s), strerror(errno));
+		return -1;
+	}
 	/* The whole slot, padding included: every purged byte of it is rewritten. */
 	while (done < c->slot_size) {
 		ssize_t n = pwrite(c->fd, c->stage + done, c->slot_size - done,

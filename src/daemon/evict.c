@@ -324,29 +324,41 @@ void evict_attach(struct fs *fs)
 	fs->make_room = evict_for_write;
 }
 
+/*
+ * On the passthrough path, where the purge starts and where it stops.
+ * Writers the kernel serves itself are not reserved for: the purge starts
+ * halfway between memory_low and the limit, so that a writer meets room
+ * rather than the tmpfs's size (the hard backstop).  While an open exists
+ * whose write(2)s the kernel serves, such a writer can fill what is left
+ * in a few milliseconds, faster than the monitor wakes and purges: the
+ * purge then starts as far below memory_low as the limit is above it,
+ * and goes as far again, so that the writer has that much room before
+ * the next purge must start (a 64M mount: from 51.2 down to 44.8 MiB).
+ */
+static void pt_bounds(struct fs *fs, uint64_t *start, uint64_t *target)
+{
+	uint64_t limit = atomic_load(&fs->mem.limit), low = atomic_load(&fs->mem.low);
+	uint64_t step = limit - low;
+
+	*start = low + step / 2;
+	*target = low;
+	if (atomic_load(&fs->pt_kernel_writers)) {
+		*start = low > step ? low - step : 0;
+		*target = *start > step ? *start - step : 0;
+	}
+}
+
 void evict_check(struct fs *fs)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit), low = atomic_load(&fs->mem.low);
 
 	if (atomic_load(&fs->passthrough)) {
-		/*
-		 * Writers the kernel serves itself are seen only here: read
-		 * what the backing files hold, move the tmpfs's size (the
-		 * hard backstop) to what the limit leaves beside our RSS, and
-		 * purge from halfway between memory_low and the limit, so
-		 * that a writer meets room rather than the backstop.  While
-		 * writable passthrough opens exist, a writer the daemon does
-		 * not see can fill what is left in a few milliseconds: the
-		 * purge starts at memory_low and goes as far below it as the
-		 * limit is above it, so that the writer has that much room
-		 * again before the next purge must start.
-		 */
-		uint64_t start = low + (limit - low) / 2, target = low;
+		uint64_t start, target;
 
-		if (atomic_load(&fs->pt_writers)) {
-			start = low;
-			target = low > limit - low ? low - (limit - low) : 0;
-		}
+		/* Writers the kernel serves are seen only here and in
+		 * keep_room: what the backing files hold, and the tmpfs's
+		 * size moved to what the limit leaves beside our RSS. */
+		pt_bounds(fs, &start, &target);
 		fs_pt_walk(fs, false);
 		mem_reconcile(&fs->mem);
 		fs_shm_recap(fs);
@@ -397,26 +409,31 @@ void evict_probe(struct fs *fs)
  * FOPEN_DIRECT_IO, stores through mappings): they allocate pages of the
  * backing files with no request, and get ENOSPC (SIGBUS through a
  * mapping) once the tmpfs is full, while volatile data may still hold
- * memory.  The tmpfs's size leaves them the allowance over the limit
- * (fs_shm_recap); the purge starts before that, at halfway between
- * memory_low and the limit (evict_check), and must start in time: each
+ * memory.  The purge must start before that (pt_bounds), in time: each
  * write(2) to a backing file wakes the monitor (inotify IN_MODIFY on
  * their directory), which compares the kernel's two figures (our RSS,
- * the tmpfs's use: two system calls) with that point and purges only
- * past it.  Stores through a mapping send no event: while any writable
- * passthrough open exists the monitor also looks every EVICT_KEEP_MS.
+ * the tmpfs's use: two system calls) with the start and only past it
+ * purges, with nothing else first: the pages the writers added count in
+ * base once reconciled (mem.h), and the sync of the files they write,
+ * which can take milliseconds, waits for the monitor's tick.  Stores
+ * through a mapping send no event: while any writable passthrough open
+ * exists the monitor also looks every EVICT_KEEP_MS.
  */
 static void keep_room(struct fs *fs)
 {
-	uint64_t low = atomic_load(&fs->mem.low);
+	uint64_t start, target;
 
 	if (!atomic_load(&fs->passthrough))
 		return;
 	fs_shm_recap(fs); /* the size follows the RSS, which a purge or an rm lowered */
-	if (!atomic_load(&fs->lru.ever))
+	if (!atomic_load(&fs->lru.ever) || !atomic_load(&fs->lru.resident))
 		return;
-	if (mem_rss_kernel(&fs->mem) + shm_used(&fs->shm) > low)
-		evict_check(fs);
+	pt_bounds(fs, &start, &target);
+	if (mem_rss_kernel(&fs->mem) + shm_used(&fs->shm) <= start)
+		return;
+	mem_reconcile(&fs->mem);
+	if (mem_rss(&fs->mem) > start)
+		evict_to(fs, target);
 }
 
 /* Milliseconds from now to *t (0 when past), at most cap. */

@@ -200,6 +200,51 @@ int extset_remove(struct extset *s, uint64_t start, uint64_t end)
 	return 0;
 }
 
+/* Runs of one page's piece [0, len) of buf, at most EXTSET_NONZERO_RUNS. */
+static int remove_nonzero_piece(struct extset *s, uint64_t off, const uint8_t *buf, size_t len)
+{
+	unsigned runs = 0;
+	size_t i = 0;
+
+	while (i < len && runs < EXTSET_NONZERO_RUNS) {
+		size_t j;
+		int ret;
+
+		while (i < len && buf[i] == 0)
+			i++;
+		for (j = i; j < len && buf[j] != 0; j++)
+			;
+		if (i == j)
+			break;
+		if (extset_intersects(s, off + i, off + j)) {
+			ret = extset_remove(s, off + i, off + j);
+			if (ret)
+				return ret;
+			runs++;
+		}
+		i = j;
+	}
+	return 0;
+}
+
+int extset_remove_nonzero(struct extset *s, uint64_t off, const uint8_t *buf, size_t len)
+{
+	while (len > 0) {
+		size_t piece = 4096 - (size_t)(off % 4096);
+		int ret;
+
+		if (piece > len)
+			piece = len;
+		if (extset_intersects(s, off, off + piece) &&
+		    (ret = remove_nonzero_piece(s, off, buf, piece)) != 0)
+			return ret;
+		off += piece;
+		buf += piece;
+		len -= piece;
+	}
+	return 0;
+}
+
 bool extset_intersects(const struct extset *s, uint64_t start, uint64_t end)
 {
 	const struct extent *e;

@@ -39,6 +39,7 @@
 
 #include <bsd/sys/tree.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* [start, end), start < end.  Owned by the set; read-only to callers. */
@@ -80,6 +81,20 @@ int extset_add(struct extset *s, uint64_t start, uint64_t end);
  * allocates.
  */
 int extset_remove(struct extset *s, uint64_t start, uint64_t end);
+
+/*
+ * Remove from the set the bytes of [off, off + len) that are not zero in
+ * buf (buf[i] is byte off + i), run by run, at most EXTSET_NONZERO_RUNS
+ * runs in each 4096-byte page: what a purge discarded reads as zeros, so
+ * a byte that is not zero was written since; a zero byte may have been
+ * written or lost, and stays.  Runs past the cap stay too (they hold
+ * data: reporting them is allowed, losing a report is not), which bounds
+ * the extents that random data, or a hostile pattern of bytes, can split
+ * a set into.  Zero, or -ENOMEM from a split (the runs before it are
+ * removed).
+ */
+#define EXTSET_NONZERO_RUNS 4
+int extset_remove_nonzero(struct extset *s, uint64_t off, const uint8_t *buf, size_t len);
 
 /* True if some byte of [start, end) is in the set; false for start >= end. */
 bool extset_intersects(const struct extset *s, uint64_t start, uint64_t end);

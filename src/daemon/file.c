@@ -277,9 +277,12 @@ ssize_t file_write_locked(struct fs *fs, struct inode *n, uint64_t off, const ch
 	 * below: no unit is used by this write. */
 	ret = pages_fill(fs, n, first, last, !spare, &r,
 			 &(struct fill_src){ .buf = buf, .off = off, .size = size });
-	if (ret == 0 && !mapped) {
+	if (ret == 0) {
 		meta_credit_begin(r.meta);
-		ret = extset_remove(&n->purged, off, off + size);
+		if (!mapped)
+			ret = extset_remove(&n->purged, off, off + size);
+		else /* without memory for a split, bytes stay reported: allowed */
+			(void)extset_remove_nonzero(&n->purged, off, (const uint8_t *)buf, size);
 		r.meta = meta_credit_end();
 	}
 	file_resv_release(fs, &r);

@@ -62,9 +62,10 @@ ssize_t file_read_iov_locked(struct fs *fs, struct inode *n, uint64_t off, size_
 /* iovecs file_read_iov_locked may need for size bytes. */
 #define FILE_READ_IOV_MAX(size) ((size) / ARENA_PAGE_SIZE + 2)
 /*
- * Writes size bytes at off; they leave the purged set unless mapped
- * (the write-back of stores through a mapping, which do not say which
- * bytes of a page they wrote), and with write_policy=unmark the pages
+ * Writes size bytes at off; they leave the purged set (only those that
+ * are not zero when mapped: the write-back of stores through a mapping,
+ * which do not say which bytes of a page they wrote), and with
+ * write_policy=unmark the pages
  * they touch become non-volatile.  Bytes written (all of them), or
  * -EFBIG, -ENOSPC (the caller may purge and retry), -ENOMEM.
  */

@@ -91,9 +91,14 @@ uint64_t fs_shm_cap_max(struct fs *fs)
 	 * the kernel writes itself, until the monitor purges.
 	 */
 	uint64_t slack = mem_allowance(limit);
-	/* Less what our RSS may grow by before the next tick, and what the
-	 * size may lag (it moves only by more than RECAP_STEP). */
-	uint64_t keep = rss + RECAP_STEP + (1u << 20);
+	/* Less what the size may lag (it moves only by more than
+	 * RECAP_STEP), and half the allowance for what our RSS may grow by
+	 * while the tmpfs is full: the size never drops below what the tmpfs
+	 * holds, so RSS that grows after writers the kernel serves filled it
+	 * (new worker threads, their buffers) is memory held past the size
+	 * (1 MiB was not enough: 1.4 MiB over the allowance on a 64M mount,
+	 * kernel writers beside fallocates). */
+	uint64_t keep = rss + RECAP_STEP + slack / 2;
 
 	return limit + slack > keep ? limit + slack - keep : 0;
 }

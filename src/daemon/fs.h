@@ -167,8 +167,11 @@ struct fs {
 	bool monitor_stop;        /* under monitor_lock */
 	/* Writable passthrough opens of all files (the kernel may write or
 	 * map the backing files for them): the monitor looks every
-	 * EVICT_KEEP_MS while there are any. */
+	 * EVICT_KEEP_MS while there are any; and those among them whose
+	 * write(2)s the kernel serves itself (not of->writes_seen), for
+	 * which it purges further ahead (evict.c). */
 	_Atomic uint32_t pt_writers;
+	_Atomic uint32_t pt_kernel_writers;
 };
 
 /* The caller of a request. */
@@ -290,11 +293,13 @@ int fs_read_reply(struct fs *fs, struct inode *n, uint64_t off, size_t size,
 ssize_t fs_write(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size);
 /*
  * The kernel writing back pages stored into through a mapping (FUSE's
- * writepage): as fs_write, except that the bytes stay in the purged set.
- * A store into a purged page does not say which of its bytes it wrote,
- * and the write-back carries the whole page, zeros of the purge
- * included: a lost byte stays reported until it is known to be written
- * again (a write(2), a punch, a truncate, or the report cleared).
+ * writepage): as fs_write, except for the purged set.  A store into a
+ * purged page does not say which of its bytes it wrote, and the
+ * write-back carries the whole page, the purge's zeros included: only
+ * the bytes that are not zero leave the set (they were written since
+ * the purge); a zero byte may be a lost one and stays reported until it
+ * is known to be written again (a write(2), a punch, a truncate, or the
+ * report cleared).
  */
 ssize_t fs_writeback(struct fs *fs, struct inode *n, uint64_t off, const char *buf, size_t size);
 int fs_fallocate(struct fs *fs, struct inode *n, int mode, uint64_t off, uint64_t len);
@@ -375,13 +380,18 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd));
 int32_t fs_backing_put(struct fs *fs, struct ofile *of);
 /*
  * Does a writable passthrough open (fs_backing_get sets of->writes_seen)
- * send its write(2)s through the daemon (FOPEN_DIRECT_IO)?  Yes when a
- * write changes what the volatile layer records: n holds a volatile
- * unit or purged bytes (a write(2) takes exactly its bytes out of the
- * purged set, which only the daemon can see), or write_policy=unmark;
- * and when n is set-user-ID or set-group-ID (a write clears those bits).
- * Otherwise the kernel writes the backing file itself, at the speed of
- * tmpfs, and the monitor keeps room ahead of it (evict.h).  n locked.
+ * send its write(2)s through the daemon (FOPEN_DIRECT_IO)?  Yes once a
+ * write could change what the volatile layer records: from the mount's
+ * first mark on, when n holds a unit or purged bytes, or under
+ * write_policy=unmark; and when n is set-user-ID or set-group-ID (a
+ * write clears those bits).  Otherwise the kernel writes the backing
+ * file itself, at the speed of tmpfs, and the monitor keeps room ahead
+ * of it (evict.h).  The rule is per mount, not per file: an open cannot
+ * change its way later, and a file opened while it held no mark is often
+ * marked through that very descriptor (a glyph atlas: open, write, mark,
+ * rewrite by pwrite); its write(2)s would then go unseen, and only the
+ * daemon's own write(2) takes exactly its bytes out of the purged set.
+ * n locked.
  */
 bool fs_writes_seen_locked(struct fs *fs, struct inode *n);
 /*

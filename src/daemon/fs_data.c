@@ -313,6 +313,8 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
 			of->writes_seen = fs_writes_seen_locked(fs, n);
 			atomic_fetch_add(&n->pt_writers, 1);
 			atomic_fetch_add(&fs->pt_writers, 1);
+			if (!of->writes_seen)
+				atomic_fetch_add(&fs->pt_kernel_writers, 1);
 		}
 		touch_file(fs, n);
 	}
@@ -332,8 +334,8 @@ bool fs_writes_seen_locked(struct fs *fs, struct inode *n)
 	/* A write clears set-user-ID and set-group-ID (FUSE_WRITE_KILL_SUIDGID
 	 * reaches the daemon only with the write; the kernel's own write to
 	 * the backing file leaves the node's mode alone). */
-	return fs->write_unmark || n->units.count > 0 || !extset_empty(&n->purged) ||
-	       (n->mode & (S_ISUID | S_ISGID));
+	return fs->write_unmark || atomic_load(&fs->lru.ever) || n->units.count > 0 ||
+	       !extset_empty(&n->purged) || (n->mode & (S_ISUID | S_ISGID));
 }
 
 int32_t fs_backing_put(struct fs *fs, struct ofile *of)
@@ -348,6 +350,8 @@ int32_t fs_backing_put(struct fs *fs, struct ofile *of)
 	if ((of->flags & O_ACCMODE) != O_RDONLY) {
 		atomic_fetch_sub(&n->pt_writers, 1);
 		atomic_fetch_sub(&fs->pt_writers, 1);
+		if (!of->writes_seen)
+			atomic_fetch_sub(&fs->pt_kernel_writers, 1);
 		fs_sync_locked(fs, n); /* what it wrote behind the daemon */
 		/* The kernel caches attributes for long and saw no request
 		 * for stores through a mapping: every process sees the size,
@@ -396,6 +400,7 @@ bool fs_poll(struct fs *fs, struct ofile *of, void *ph, void **old)
 	if (!S_ISREG(n->mode))
 		return false;
 	pthread_rwlock_wrlock(&n->lock);
+	fs_sync_locked(fs, n); /* what writers the kernel serves rewrote */
 	/* Up once the kernel has dropped the purged pages: the waiter kept
 	 * here is woken then (notify.h). */
 	purged = !extset_empty(&n->purged) &&

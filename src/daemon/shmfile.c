@@ -257,24 +257,38 @@ static uint64_t next_held(const struct inode *n, uint64_t from, uint64_t last)
 
 /*
  * A page of the backing file that the map does not know: written (or,
- * after a purge, faulted in) by someone the daemon did not see.  Its
- * purged bytes stay purged: a store through a mapping or an open the
- * kernel writes itself does not say which bytes of the page it wrote,
- * and a byte stays reported until it is known to hold written data again
- * (over-reporting the rest of the page is allowed; a loss without a
- * report is not).  A page wholly purged that reads as zeros was only
- * loaded through a mapping of the hole (or stored zeros, which read as
- * the purge left them): it is punched again while a unit holds it, so
- * that reading a purged page through a mapping costs no memory.
+ * after a purge, faulted in) by someone the daemon did not see: a
+ * write(2) the kernel served, a store through a mapping.  Neither says
+ * which bytes it wrote, but what a purge discarded reads as zeros: the
+ * page's purged bytes that are not zero were written since, and leave
+ * the purged set (extset_remove_nonzero); a zero byte may be a lost one
+ * and stays reported.  A page is read so once, when it is found: later
+ * stores into it allocate nothing and leave the set as it is, which may
+ * then name bytes that hold data (allowed; a loss without a report is
+ * not).  A page wholly purged that reads as zeros was only loaded through
+ * a mapping of the punched hole: it is punched again while a unit holds
+ * it, so that reading a purged page through a mapping costs no memory.
  */
 static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uintptr_t old)
 {
+	/* The last page of a file of 2^63 - 1 bytes ends past off_t. */
+	size_t len = idx * PG > (uint64_t)INT64_MAX - PG ? (size_t)(INT64_MAX - idx * PG) : PG;
+	uint8_t page[PG];
+	ssize_t got;
 	bool was;
 
-	if (units_find(&n->units, idx) &&
-	    extset_bytes_in(&n->purged, idx * PG, (idx + 1) * PG) == PG && page_is_zero(fd, idx)) {
-		(void)punch(fd, idx * PG, PG);
-		return;
+	if (extset_intersects(&n->purged, idx * PG, (idx + 1) * PG)) {
+		got = pread(fd, page, len, (off_t)(idx * PG));
+		if (got < 0)
+			got = 0;
+		if (units_find(&n->units, idx) &&
+		    extset_bytes_in(&n->purged, idx * PG, (idx + 1) * PG) == PG &&
+		    (got == 0 || (page[0] == 0 && memcmp(page, page + 1, (size_t)got - 1) == 0))) {
+			(void)punch(fd, idx * PG, PG);
+			return;
+		}
+		/* Without memory for a split, bytes stay reported: allowed. */
+		(void)extset_remove_nonzero(&n->purged, idx * PG, page, (size_t)got);
 	}
 	was = meta_unlimited(true);
 	if (pagemap_set(&n->pages, idx, SHM_HELD | PM_TAGS(old), NULL) == 0) {
@@ -483,11 +497,12 @@ static ssize_t shm_write(struct fs *fs, struct inode *n, uint64_t off, const cha
 		map_fill(fs, n, first, (off + done - 1) / PG, !spare, &r);
 	if (ret < 0 && !done)
 		goto out;
-	if (!mapped) {
-		meta_credit_begin(r.meta);
+	meta_credit_begin(r.meta);
+	if (!mapped)
 		(void)extset_remove(&n->purged, off, off + done);
-		r.meta = meta_credit_end();
-	}
+	else
+		(void)extset_remove_nonzero(&n->purged, off, (const uint8_t *)buf, done);
+	r.meta = meta_credit_end();
 	if (spare)
 		units_unmark(&fs->lru, &n->units, &n->pages, first, (off + done - 1) / PG + 1, 0,
 			     &spare);

@@ -21,14 +21,17 @@
  * passthrough open, a shared mapping) change the backing file behind
  * it: shm_sync (store_ops.sync) brings the map, the size, mtime and the
  * purged set up to date from the backing file, and every caller that
- * reads them takes it first (fs_sync).  A sync never takes a byte out
- * of the purged set: a store through a mapping, or a write(2) the kernel
- * served itself, does not say which bytes of a page it wrote, so a page
- * purged and written again that way stays reported whole (no loss
- * without a report; the daemon's own write(2), a punch, a
- * truncate and the cleared report are what take bytes out).  A wholly
- * purged page that now holds only zeros was loaded through a mapping of
- * the punched hole: it is punched again while a unit holds it.  The
+ * reads them takes it first (fs_sync).  A store through a mapping, or a
+ * write(2) the kernel served itself, does not say which bytes of a page
+ * it wrote; what a purge discarded reads as zeros, so when a sync finds a
+ * new page in a purged range it takes out of the purged set the bytes
+ * that are not zero (at most a few runs a page), and a zero byte stays
+ * reported (no loss without a report).  Each page is read so once:
+ * later stores into a page that holds memory allocate nothing, and the
+ * set stays as it is (it may then name bytes that hold data) until the
+ * daemon's own write(2), a punch, a truncate or the cleared report.  A
+ * wholly purged page that holds only zeros was loaded through a mapping
+ * of the punched hole: it is punched again while a unit holds it.  The
  * scan for new pages is skipped while the backing file's allocated size
  * still equals the map's count.
  *

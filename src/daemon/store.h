@@ -48,7 +48,8 @@ struct store_ops {
 	/*
 	 * Write: file_write_locked; pages_needed: what a refused write asks
 	 * room for.  mapped: the write-back of stores through a mapping,
-	 * which leaves the purged set alone (fs.h, fs_writeback).
+	 * which takes only bytes that are not zero out of the purged set
+	 * (fs.h, fs_writeback).
 	 */
 	ssize_t (*write)(struct fs *fs, struct inode *n, uint64_t off, const char *buf,
 			 size_t size, bool mapped);

@@ -19,8 +19,9 @@
  * The model follows SPEC section 4 literally: pages and units, absorption of overlapping
  * units (touching ones stay apart), splitting on unmark, unbounded units that follow the
  * size, a purge discarding whole units and adding the unit's bytes within the size to the
- * purged set (which then read as zeros), writes removing exactly the bytes written (a store
- * through a mapping removes none: it does not say which bytes of a page it wrote),
+ * purged set (which then read as zeros), writes removing exactly the bytes written (the data
+ * is never zero: through a mapping or an open the kernel serves, a byte that is not zero is
+ * what the daemon takes as written),
  * truncation and PUNCH_HOLE removing purged bytes, truncation cutting bounded units.
  * Memory pressure may purge any volatile unit at any time: the run uses a generous
  * memory_limit so that only the explicit purges happen, but the model stays honest: when
@@ -189,6 +190,9 @@ struct minode {
 	struct vunit u[MAXUNITS];
 	int nu;
 	bool touched;
+	/* Passthrough: fd was opened while the file held no unit and no purged byte, so the
+	 * kernel serves its write(2)s without the daemon (volatilefs(8), PASSTHROUGH). */
+	bool kernel_writes;
 };
 
 enum fail_kind {
@@ -1121,6 +1125,7 @@ static bool inode_open(struct state *S, struct minode *m, int fd)
 	struct stat st;
 
 	m->fd = fd;
+	m->kernel_writes = passthrough_path && m->nu == 0 && !memchr(m->purged, 1, CAP);
 	m->map = mmap(NULL, CAP, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m->map == MAP_FAILED) {
 		m->map = NULL;
@@ -1204,6 +1209,32 @@ static void op_create(struct state *S, const struct op *o)
 	m->touched = true;
 }
 
+/*
+ * A write the daemon did not see (passthrough: a store through a mapping, a write(2) through
+ * an open the kernel serves) into a page that already held memory leaves the purged set as it
+ * was: the daemon reads a page for written bytes only when it appears (volatilefs(8), "No loss
+ * without a report").  The bytes of [off, end) that the daemon still reports are taken as
+ * reported, with their new data: reporting bytes that hold data is allowed, and the model
+ * still fails on any byte lost without a report.
+ */
+static void model_unseen(struct state *S, int slot, uint64_t off, uint64_t end)
+{
+	static struct ext got[MAXEXT];
+	struct minode *m = &S->in[slot];
+	size_t ng;
+
+	if (!S->real || !passthrough_path || !real_extents(S, slot, got, MAXEXT, &ng) ||
+	    ng > MAXEXT)
+		return;
+	for (size_t k = 0; k < ng; k++) {
+		uint64_t a = got[k].off > off ? got[k].off : off;
+		uint64_t b = got[k].off + got[k].len < end ? got[k].off + got[k].len : end;
+
+		if (a < b)
+			memset(m->purged + a, 1, b - a);
+	}
+}
+
 static void op_write(struct state *S, struct minode *m, const struct op *o)
 {
 	uint8_t *buf = malloc(o->len);
@@ -1236,6 +1267,8 @@ static void op_write(struct state *S, struct minode *m, const struct op *o)
 		model_unmark(S, m, o->off / PG, (o->off + o->len - 1) / PG + 1);
 	if (o->off + o->len > m->size)
 		m->size = o->off + o->len;
+	if (m->kernel_writes)
+		model_unseen(S, (int)(m - S->in), o->off, o->off + o->len);
 	free(buf);
 }
 
@@ -1299,10 +1332,14 @@ static void op_mwrite(struct state *S, struct minode *m, const struct op *o)
 	S->we = pe < m->size ? pe : m->size;
 	S->wadopt = true;
 	memcpy(m->data + o->off, buf, end - o->off);
-	/* The purged set keeps its bytes: a store through a mapping does not
-	 * say which bytes of a page it wrote (no loss without a report). */
+	/* The stored bytes leave the purged set: the data is never zero, and
+	 * a byte that is not zero is known to be written again; the rest of
+	 * the pages written back stays (volatilefs(8), "No loss without a
+	 * report").  On the passthrough path, maybe not (model_unseen). */
+	memset(m->purged + o->off, 0, end - o->off);
 	if (write_unmark)
 		model_unmark(S, m, ps / PG, pe / PG);
+	model_unseen(S, (int)(m - S->in), o->off, end);
 	free(buf);
 }
 
@@ -2202,27 +2239,6 @@ int main(void)
 
 		st[n > 0 ? n : 0] = '\0';
 		passthrough_path = strstr(st, "passthrough=on\n") != NULL;
-	}
-	if (passthrough_path) {
-		/*
-		 * From the mount's first mark on, writable opens send their
-		 * write(2)s through the daemon (volatilefs(8), PASSTHROUGH);
-		 * before it the kernel writes them itself, and the purged set
-		 * learns of them by whole pages.  The model knows the first
-		 * behaviour: one mark before any seed opens anything.
-		 */
-		char path[PATH_MAX + 16];
-		int fd;
-
-		snprintf(path, sizeof(path), "%s/.first-mark", mount_dir);
-		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || fsetxattr(fd, "user.volatile.mark", "all", 3, 0) != 0 ||
-		    unlink(path) != 0) {
-			fprintf(stderr, "modelcheck: the first mark on %s: %s\n", path,
-				strerror(errno));
-			return 1;
-		}
-		close(fd);
 	}
 	s = getenv("MODELCHECK_KEEP");
 	if (s && *s && !parse_keep(s)) {

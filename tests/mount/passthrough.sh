@@ -16,10 +16,11 @@
 #     itself is cleared by another user's write;
 #   - a purge is seen at once by an existing mapping (zeros, no invalidation
 #     round), and user.volatile.purged lists the file;
-#   - a page written through a mapping after the purge stays in the purged
-#     set (a store does not say which bytes of the page it wrote), as does a
-#     page only read through the mapping; a write(2) through an open made
-#     while the file held a mark removes exactly its bytes;
+#   - of a page written through a mapping after the purge, only the bytes
+#     that are not zero leave the purged set (a store does not say which
+#     bytes it wrote; a lost byte reads as zero); a page only read through
+#     the mapping stays purged; a write(2) through an open made while the
+#     file held a mark removes exactly its bytes;
 #   - recency: a file held open and read only through a mapping is not the
 #     coldest (an open file counts as used every second); a closed one
 #     marked after it goes first;
@@ -94,6 +95,12 @@ if [[ ${1:-} != --mounted ]]; then
 	((st == 0)) || exit "$st"
 	bash "$vfs_dir/with-mount.sh" "$daemon" -o "passthrough=on,memory_limit=${lim_mb}M" -- \
 		bash "${BASH_SOURCE[0]}" --mounted bound
+	# Writers the kernel serves: opened before the mount's first mark, so each on a mount
+	# of its own.
+	for section in kwriters kroom; do
+		bash "$vfs_dir/with-mount.sh" "$daemon" -o "passthrough=on,memory_limit=${lim_mb}M" -- \
+			bash "${BASH_SOURCE[0]}" --mounted "$section"
+	done
 	exit 0
 fi
 
@@ -179,12 +186,12 @@ _ = mm[20000]                       # only read: a zero page comes back
 fd2 = os.open("m", os.O_WRONLY)     # opened while units exist: writes reach the daemon
 os.pwrite(fd2, b"w" * 100, 50000)   # write(2) after the purge: exactly its bytes
 os.close(fd2)
-want = "0:50000\n50100:15436\n"
+want = "0:8292\n8302:41698\n50100:15436\n"
 if purged("m") != want:
     sys.exit("purged after writes: %r, want %r" % (purged("m"), want))
 if os.pread(fd, 10, 8292) != b"Z" * 10 or mm[50000:50100] != b"w" * 100:
     sys.exit("written bytes do not read back")
-print("passthrough: ok - a page written through a mapping stays in the purged set, write(2) takes out exactly its bytes; a page only read stays")
+print("passthrough: ok - of a page written through a mapping only the stored bytes leave the purged set, write(2) takes out exactly its bytes; a page only read stays")
 mm.close()
 os.close(fd)
 EOF
@@ -389,6 +396,128 @@ falloc_race()
 	wait "${pids[@]}" # not the sampler
 	rm -f fa*
 }
+# Writers the kernel serves (their opens made before the mount's first mark:
+# no FOPEN_DIRECT_IO) that retry on ENOSPC, beside a fallocate loop the
+# daemon serves, half of it volatile (its marks come after the writers
+# opened): the tmpfs grows for the daemon's fallocates only within what the
+# limit leaves, and the kernel's writers meet its size (it grew without a
+# check, to 291-335 MiB held on a 256M mount, before).  A fresh mount.
+kernel_writers()
+{
+	python3 - "$limit" << 'EOF'
+import errno, os, sys, time
+limit = int(sys.argv[1])
+fds = [os.open("kw%d" % k, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644) for k in range(2)]
+end = time.monotonic() + 3
+pids = []
+for k, fd in enumerate(fds):
+    pid = os.fork()
+    if pid == 0:
+        buf = b"k" * (1 << 20)
+        off = 0
+        while time.monotonic() < end:
+            try:
+                off += os.pwrite(fd, buf, off)
+                if off >= limit // 2:
+                    os.ftruncate(fd, 0)
+                    off = 0
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                time.sleep(0.001)
+        os._exit(0)
+    pids.append(pid)
+i = 0
+while time.monotonic() < end:
+    name = "kf%d" % (i % 4)
+    try:
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        continue
+    try:
+        if i % 2:
+            os.setxattr(name, "user.volatile.mark", b"all")
+        os.posix_fallocate(fd, 0, limit // 4)
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.ENOMEM):
+            raise
+    os.close(fd)
+    i += 1
+for pid in pids:
+    _, st = os.waitpid(pid, 0)
+    if st:
+        sys.exit("a writer failed: status %#x" % st)
+EOF
+	rm -f kw* kf*
+}
+
+# The room a kernel-served writer finds: with half the mount volatile, one
+# writer whose open was made before the mount's first mark (its write(2)s go
+# to the backing file with no request) fills the mount.  It may stop with
+# ENOSPC only once nothing volatile holds memory: the monitor purges ahead
+# of it (evict.c, keep_room).  Before, 4 of 7 such runs on a 256M mount
+# stopped with volatile data left, and on 64M 3 of 5 (at 32 MiB, with 32 MiB
+# volatile): 20 rounds miss a failure that likely with a chance under 1e-7.
+# A fresh mount.
+room_rounds=20
+room_for_kernel_writers()
+{
+	if python3 - "$lim_mb" "$room_rounds" << 'EOF'
+import errno, os, sys
+lim_mb, rounds = int(sys.argv[1]), int(sys.argv[2])
+def stats():
+    st = os.getxattr(".", "user.volatile.stats").decode()
+    return dict(l.split("=", 1) for l in st.strip().split("\n"))
+fd = os.open("rplain", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # before any mark
+chunk = os.urandom(1 << 20)
+for r in range(rounds):
+    for i in range(lim_mb // 2):
+        with open("rv%d" % i, "wb") as f:
+            f.write(chunk)
+        os.setxattr("rv%d" % i, "user.volatile.mark", b"all")
+    n = 0
+    try:
+        while True:
+            n += os.write(fd, chunk)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+    s = stats()
+    if int(s["volatile_bytes"]) != 0:
+        sys.exit("round %d: a writer the kernel serves got ENOSPC after %d MiB with %s bytes "
+                 "volatile still held" % (r, n >> 20, s["volatile_bytes"]))
+    if n < (lim_mb // 2) << 20:
+        sys.exit("round %d: the writer stopped after %d MiB" % (r, n >> 20))
+    for i in range(lim_mb // 2):
+        os.unlink("rv%d" % i)
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+print("passthrough: ok - %d rounds: a writer the kernel serves met ENOSPC only once nothing "
+      "volatile held memory" % rounds)
+EOF
+	then
+		rm -f room.failed
+	else
+		touch room.failed # bound_case goes on whatever its command says
+	fi
+	rm -f rv* rplain
+}
+
+if [[ $2 == kwriters ]]; then
+	bound_case "kernel-served writers retrying on ENOSPC beside fallocates" kernel_writers
+	mount_answers
+	exit 0
+fi
+if [[ $2 == kroom ]]; then
+	bound_case "kernel-served writer filling a half-volatile mount" room_for_kernel_writers
+	[[ ! -e room.failed ]] || fail "a writer the kernel serves got ENOSPC while volatile data held memory (above)"
+	rm -f room.failed
+	mount_answers
+	exit 0
+fi
+
 bound_case "cache directory flood" flood_cache
 bound_case "plain files until ENOSPC" fill_plain
 bound_case "mapping writes into holes" map_holes
