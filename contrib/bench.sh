@@ -355,6 +355,23 @@ wl_fio() {
 			awk -v v="$vr" '{ printf "%.3f", v / ($1 / 1048576) }')"
 		unmount_one "$null"
 	fi
+	if [[ $fs == pt ]]; then
+		# From the mount's first mark on, every write(2) of a writable open goes
+		# through the daemon (volatilefs(8), PASSTHROUGH), on a mount of its own: a
+		# file with no mark, then a file marked whole (a write into a volatile range).
+		local mk=$WORK/ptmarked
+		mount_vfs "$mk" memory_limit=2G,passthrough=on
+		: >"$mk/m"
+		setfattr -n user.volatile.mark -v all "$mk/m"
+		run_fio --filename="$mk/f" --size="$FIO_SIZE" --rw=write --bs=1M --end_fsync=1
+		rec seqwrite_marked_mount "$fs" "$(fio_json write.bw_bytes | awk '{ printf "%.1f", $1 / 1048576 }')"
+		rm -f "$mk/f"
+		: >"$mk/v"
+		setfattr -n user.volatile.mark -v all "$mk/v"
+		run_fio --filename="$mk/v" --size="$FIO_SIZE" --rw=write --bs=1M --end_fsync=1
+		rec seqwrite_volatile "$fs" "$(fio_json write.bw_bytes | awk '{ printf "%.1f", $1 / 1048576 }')"
+		unmount_one "$mk"
+	fi
 }
 
 mem_used_kib() { awk '/^MemTotal:/ { t = $2 } /^MemFree:/ { f = $2 } END { print t - f }' /proc/meminfo; }
