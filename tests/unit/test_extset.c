@@ -188,6 +188,45 @@ START_TEST(extset_remove_splits_extent)
 }
 END_TEST
 
+/* Only bytes that are not zero leave the set, run by run, and only where the set has them. */
+START_TEST(extset_remove_nonzero_takes_out_exactly_the_nonzero_bytes)
+{
+	uint8_t buf[4096] = { 0 };
+	struct extset s;
+
+	extset_init(&s);
+	ck_assert_int_eq(extset_add(&s, 1000, 5096), 0);
+	memset(buf + 10, 0xab, 10);  /* [1010, 1020) */
+	buf[100] = 1;                /* [1100, 1101) */
+	memset(buf + 4090, 7, 6);    /* [5090, 5096): the set's last bytes */
+	ck_assert_int_eq(extset_remove_nonzero(&s, 1000, buf, sizeof(buf)), 0);
+	ASSERT_EXTENTS(&s, { 1000, 1010 }, { 1020, 1100 }, { 1101, 5090 });
+	/* Outside the set, nothing changes. */
+	ck_assert_int_eq(extset_remove_nonzero(&s, 9000, buf, sizeof(buf)), 0);
+	ASSERT_EXTENTS(&s, { 1000, 1010 }, { 1020, 1100 }, { 1101, 5090 });
+	extset_clear(&s);
+}
+END_TEST
+
+/* At most EXTSET_NONZERO_RUNS runs in each page: the rest stays in the set. */
+START_TEST(extset_remove_nonzero_caps_runs_per_page)
+{
+	static uint8_t buf[8192];
+	struct extset s;
+
+	extset_init(&s);
+	ck_assert_int_eq(extset_add(&s, 0, 8192), 0);
+	for (unsigned i = 0; i < 8192; i += 2)
+		buf[i] = 1; /* a run of one byte at every even offset */
+	ck_assert_int_eq(extset_remove_nonzero(&s, 0, buf, sizeof(buf)), 0);
+	assert_canonical(&s);
+	ck_assert_uint_eq(s.bytes, 8192 - 2 * EXTSET_NONZERO_RUNS);
+	ck_assert(!extset_intersects(&s, 0, 1) && !extset_intersects(&s, 4096, 4097));
+	ck_assert(extset_intersects(&s, 2 * EXTSET_NONZERO_RUNS, 2 * EXTSET_NONZERO_RUNS + 1));
+	extset_clear(&s);
+}
+END_TEST
+
 START_TEST(extset_remove_across_several_extents)
 {
 	struct extset s;
@@ -606,6 +645,8 @@ int main(void)
 	tcase_add_test(tc, extset_add_bridges_several_extents);
 	tcase_add_test(tc, extset_add_inside_extent_is_noop);
 	tcase_add_test(tc, extset_remove_splits_extent);
+	tcase_add_test(tc, extset_remove_nonzero_takes_out_exactly_the_nonzero_bytes);
+	tcase_add_test(tc, extset_remove_nonzero_caps_runs_per_page);
 	tcase_add_test(tc, extset_remove_across_several_extents);
 	tcase_add_test(tc, extset_remove_at_edges);
 	tcase_add_test(tc, extset_remove_outside_set_is_noop);
