@@ -116,6 +116,30 @@ START_TEST(parse_takes_our_options_and_keeps_the_rest)
 }
 END_TEST
 
+/* auto_unmount=on|off is ours (main.c turns on libfuse's auto_unmount unless off). */
+START_TEST(parse_auto_unmount)
+{
+	struct fuse_args args;
+	struct opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse("allow_other", &o, err, &args), 0);
+	ck_assert(!o.auto_unmount_off);
+	fuse_opt_free_args(&args);
+	ck_assert_int_eq(parse("auto_unmount=off", &o, err, &args), 0);
+	ck_assert(o.auto_unmount_off);
+	for (int i = 0; i < args.argc; i++)
+		ck_assert_ptr_null(strstr(args.argv[i], "auto_unmount"));
+	fuse_opt_free_args(&args);
+	ck_assert_int_eq(parse("auto_unmount=off,auto_unmount=on", &o, err, &args), 0);
+	ck_assert(!o.auto_unmount_off);
+	fuse_opt_free_args(&args);
+	ck_assert_int_eq(parse("auto_unmount=maybe", &o, err, &args), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "auto_unmount"));
+	fuse_opt_free_args(&args);
+}
+END_TEST
+
 START_TEST(parse_repeated_option_last_wins)
 {
 	struct fuse_args args;
@@ -183,6 +207,7 @@ int main(void)
 	tcase_add_test(tc, parse_rejects_bad_values_with_a_message);
 	tcase_add_test(tc, parse_drops_fstab_noise);
 	tcase_add_test(tc, parse_repeated_option_last_wins);
+	tcase_add_test(tc, parse_auto_unmount);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
