@@ -153,7 +153,9 @@ cleanup()
 				kill -KILL "$pid" 2> /dev/null
 			fi
 		fi
-		# Killed with SIGKILL, the daemon leaves a dead mount behind.
+		# Killed with SIGKILL, the daemon leaves a dead mount behind until its
+		# auto_unmount watcher (fusermount3) takes it away, or for good with
+		# auto_unmount=off: take it away now either way.
 		if [[ -n $mnt ]] && is_mounted "$mnt"; then
 			fusermount3 -uz "$mnt" 2> /dev/null || umount -l "$mnt" 2> /dev/null
 		fi
