@@ -247,6 +247,32 @@ static uint64_t hook_purged(void *ctx, struct inode *n, uint64_t off, uint64_t l
 	return seq;
 }
 
+/*
+ * Put d (its dir, child and name filled in) on the deletions' queue,
+ * holding its nodes until it is sent; freed instead once the notifier
+ * stops (nothing is sent any more, notifier_stop).
+ */
+static void queue_delname(struct notifier *nt, struct delname *d)
+{
+	d->next = NULL;
+	pthread_mutex_lock(&nt->lock);
+	if (nt->stop) {
+		pthread_mutex_unlock(&nt->lock);
+		meta_free(d);
+		return;
+	}
+	if (d->dir)
+		fs_hold(d->dir);
+	fs_hold(d->child);
+	if (nt->del_tail)
+		nt->del_tail->next = d;
+	else
+		nt->del_head = d;
+	nt->del_tail = d;
+	pthread_cond_signal(&nt->del_work);
+	pthread_mutex_unlock(&nt->lock);
+}
+
 static void hook_unlinking(void *ctx, struct inode *dir, struct inode *child,
 			   const char *name)
 {
@@ -262,26 +288,10 @@ static void hook_unlinking(void *ctx, struct inode *dir, struct inode *child,
 	if (!d)
 		return; /* the kernel keeps its dentry until it expires: opens
 			 * through it are refused all the same (fs.h) */
-	d->next = NULL;
 	d->dir = dir;
 	d->child = child;
 	memcpy(d->name, name, len + 1);
-	pthread_mutex_lock(&nt->lock);
-	if (nt->stop) {
-		/* Nothing is sent any more (notifier_stop). */
-		pthread_mutex_unlock(&nt->lock);
-		meta_free(d);
-		return;
-	}
-	fs_hold(dir);
-	fs_hold(child);
-	if (nt->del_tail)
-		nt->del_tail->next = d;
-	else
-		nt->del_head = d;
-	nt->del_tail = d;
-	pthread_cond_signal(&nt->del_work);
-	pthread_mutex_unlock(&nt->lock);
+	queue_delname(nt, d);
 }
 
 static void hook_attrs(void *ctx, struct inode *n)
@@ -291,24 +301,10 @@ static void hook_attrs(void *ctx, struct inode *n)
 
 	if (!d)
 		return; /* the kernel's attributes stay until they expire */
-	d->next = NULL;
 	d->dir = NULL;
 	d->child = n;
 	d->name[0] = '\0';
-	pthread_mutex_lock(&nt->lock);
-	if (nt->stop) {
-		pthread_mutex_unlock(&nt->lock);
-		meta_free(d);
-		return;
-	}
-	fs_hold(n);
-	if (nt->del_tail)
-		nt->del_tail->next = d;
-	else
-		nt->del_head = d;
-	nt->del_tail = d;
-	pthread_cond_signal(&nt->del_work);
-	pthread_mutex_unlock(&nt->lock);
+	queue_delname(nt, d);
 }
 
 /* The newest sequence number of n's record, 0 if it has none.  nt locked. */
