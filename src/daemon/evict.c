@@ -497,7 +497,12 @@ static void *monitor_main(void *arg)
 
 		if (atomic_load(&fs->pt_writers) && wait > EVICT_KEEP_MS)
 			wait = EVICT_KEEP_MS;
-		if (poll(p, p[1].fd >= 0 ? 2 : 1, wait) < 0 && errno != EINTR)
+		/* The daemon's own writes modify the backing files too, but
+		 * they reserve first: the watch is listened to only while an
+		 * open the kernel writes exists (its queue is emptied below). */
+		bool watch = p[1].fd >= 0 && atomic_load(&fs->pt_kernel_writers);
+
+		if (poll(p, watch ? 2 : 1, wait) < 0 && errno != EINTR)
 			break;
 		if (drain(fs->monitor_wake) && stopping(fs))
 			break;

@@ -96,9 +96,8 @@ uint64_t fs_shm_cap_max(struct fs *fs)
 	 * may grow by while the tmpfs is full: the size never drops below
 	 * what the tmpfs holds, so RSS that grows after writers the kernel
 	 * serves filled it (new worker threads, their buffers) is memory held
-	 * past the size.  Kernel writers beside fallocates on a 64M mount:
-	 * with 1 MiB kept, 1.4 MiB over the allowance; with half of it, 0.45
-	 * MiB under, beside stress-ng. */
+	 * past the size; a quarter of the allowance is what those writers
+	 * may take beyond the limit. */
 	uint64_t keep = rss + RECAP_STEP + slack / 4 * 3;
 
 	return limit + slack > keep ? limit + slack - keep : 0;
