@@ -356,9 +356,10 @@ wl_fio() {
 		unmount_one "$null"
 	fi
 	if [[ $fs == pt ]]; then
-		# From the mount's first mark on, every write(2) of a writable open goes
-		# through the daemon (volatilefs(8), PASSTHROUGH), on a mount of its own: a
-		# file with no mark, then a file marked whole (a write into a volatile range).
+		# On a mount that holds a marked file (of its own): a file with no mark,
+		# which the kernel writes itself, then a file marked whole, whose write(2)s
+		# go through the daemon (a write into a volatile range: volatilefs(8),
+		# PASSTHROUGH).
 		local mk=$WORK/ptmarked
 		mount_vfs "$mk" memory_limit=2G,passthrough=on
 		: >"$mk/m"

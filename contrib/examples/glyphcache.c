@@ -79,10 +79,11 @@
  * PUNCH_HOLE), then covers the whole slot with one pwrite(2).  The punch
  * clears the slot's bytes from the file's purged set whatever path the
  * write then takes: a write(2) the daemon serves would clear exactly its
- * bytes itself, but on the passthrough path an open made before the
- * mount's first mark is written by the kernel, unseen, and so is any
- * store through a mapping; a byte that reads as zero after a purge stays
- * reported until something says it was written (volatilefs(8), "No loss
+ * bytes itself, but on the passthrough path an open made while its file
+ * held no mark (this one: open, write, then mark) is written by the
+ * kernel, unseen, and so is any store through a mapping; a byte that
+ * reads as zero after a purge stays reported until something says it
+ * was written (volatilefs(8), "No loss
  * without a report").  (Stores through a writable mapping would work after
  * the punch too, but with the mount option purged_read=eio the store
  * fault on a purged page would read it first and raise SIGBUS.)  The

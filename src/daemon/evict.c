@@ -545,16 +545,12 @@ int evict_monitor_start(struct fs *fs)
 
 void evict_monitor_stop(struct fs *fs)
 {
-	uint64_t one = 1;
-
 	if (!fs->monitor_running)
 		return;
 	pthread_mutex_lock(&fs->monitor_lock);
 	fs->monitor_stop = true;
 	pthread_mutex_unlock(&fs->monitor_lock);
-	if (write(fs->monitor_wake, &one, sizeof(one)) < 0) {
-		/* an eventfd short of 2^64 - 1 takes it: cannot happen */
-	}
+	fs_monitor_kick(fs);
 	pthread_join(fs->monitor, NULL);
 	close(fs->monitor_wake);
 	if (fs->monitor_watch >= 0)

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "file.h"
 #include "meta.h"
@@ -117,6 +118,15 @@ void fs_shm_recap(struct fs *fs)
 	/* Not for every page of RSS that comes and goes. */
 	if (cap + RECAP_STEP < cur || cap > cur + RECAP_STEP)
 		(void)shm_set_cap(&fs->shm, cap);
+}
+
+void fs_monitor_kick(struct fs *fs)
+{
+	uint64_t one = 1;
+
+	/* An eventfd short of 2^64 - 1 takes it: it cannot fail. */
+	if (fs->monitor_running && write(fs->monitor_wake, &one, sizeof(one)) < 0)
+		return;
 }
 
 void fs_use_shm_store(struct fs *fs)

@@ -157,7 +157,7 @@ struct fs {
 	int fuse_conn;
 	_Atomic bool readahead_tuned;
 	/* The monitor thread (evict.c): it sleeps in poll() on monitor_wake
-	 * (an eventfd: stop) and monitor_watch (inotify on the backing
+	 * (an eventfd: stop, or look again: fs_monitor_kick) and monitor_watch (inotify on the backing
 	 * files' directory, -1 without one: writes the kernel serves). */
 	pthread_t monitor;
 	bool monitor_running;
@@ -229,6 +229,8 @@ void fs_getattr(struct fs *fs, struct inode *n, struct stat *st);
  */
 int fs_shm_setup(struct fs *fs, uint64_t cap);
 void fs_use_shm_store(struct fs *fs);
+/* Wake the monitor thread, if it runs, to look again at once. */
+void fs_monitor_kick(struct fs *fs);
 /*
  * Bring n up to date with writers the kernel served itself (store.h:
  * sync): its size, times, pages and purged set.  Does nothing on the
@@ -380,18 +382,16 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd));
 int32_t fs_backing_put(struct fs *fs, struct ofile *of);
 /*
  * Does a writable passthrough open (fs_backing_get sets of->writes_seen)
- * send its write(2)s through the daemon (FOPEN_DIRECT_IO)?  Yes once a
- * write could change what the volatile layer records: from the mount's
- * first mark on, when n holds a unit or purged bytes, or under
- * write_policy=unmark; and when n is set-user-ID or set-group-ID (a
- * write clears those bits).  Otherwise the kernel writes the backing
- * file itself, at the speed of tmpfs, and the monitor keeps room ahead
- * of it (evict.h).  The rule is per mount, not per file: an open cannot
- * change its way later, and a file opened while it held no mark is often
- * marked through that very descriptor (a glyph atlas: open, write, mark,
- * rewrite by pwrite); its write(2)s would then go unseen, and only the
- * daemon's own write(2) takes exactly its bytes out of the purged set.
- * n locked.
+ * send its write(2)s through the daemon (FOPEN_DIRECT_IO)?  Yes when a
+ * write could change what the volatile layer records: when n holds a
+ * unit or purged bytes, or under write_policy=unmark; and when n is
+ * set-user-ID or set-group-ID (a write clears those bits).  Otherwise
+ * the kernel writes the backing file itself, at the speed of tmpfs, and
+ * the monitor keeps room ahead of it (evict.h).  An open cannot change
+ * its way later: a file marked while such an open exists (a glyph atlas:
+ * open, write, mark, rewrite by pwrite) goes on being written unseen,
+ * and the sync takes out of its purged set the bytes that are not zero
+ * (shmfile.c, page_found and rescan_purged).  n locked.
  */
 bool fs_writes_seen_locked(struct fs *fs, struct inode *n);
 /*

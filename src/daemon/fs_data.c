@@ -310,11 +310,18 @@ int32_t fs_backing_get(struct fs *fs, struct ofile *of, int (*reg)(int fd))
 		}
 		of->passthrough = true;
 		if ((of->flags & O_ACCMODE) != O_RDONLY) {
+			bool first;
+
 			of->writes_seen = fs_writes_seen_locked(fs, n);
 			atomic_fetch_add(&n->pt_writers, 1);
-			atomic_fetch_add(&fs->pt_writers, 1);
+			first = atomic_fetch_add(&fs->pt_writers, 1) == 0;
 			if (!of->writes_seen)
-				atomic_fetch_add(&fs->pt_kernel_writers, 1);
+				first |= atomic_fetch_add(&fs->pt_kernel_writers, 1) == 0;
+			/* The monitor sleeps up to EVICT_MONITOR_MS, not
+			 * listening to the watch: a writer can fill the
+			 * mount before then. */
+			if (first)
+				fs_monitor_kick(fs);
 		}
 		touch_file(fs, n);
 	}
@@ -334,7 +341,7 @@ bool fs_writes_seen_locked(struct fs *fs, struct inode *n)
 	/* A write clears set-user-ID and set-group-ID (FUSE_WRITE_KILL_SUIDGID
 	 * reaches the daemon only with the write; the kernel's own write to
 	 * the backing file leaves the node's mode alone). */
-	return fs->write_unmark || atomic_load(&fs->lru.ever) || n->units.count > 0 ||
+	return fs->write_unmark || n->units.count > 0 ||
 	       !extset_empty(&n->purged) || (n->mode & (S_ISUID | S_ISGID));
 }
 

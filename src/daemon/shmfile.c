@@ -155,6 +155,21 @@ static void times_to_backing(struct inode *n, int fd)
 }
 
 
+/*
+ * After the daemon's own punch into fd (a purge): the mtime it moved is
+ * taken as seen, so that a sync neither shows it (a purge is no write
+ * of the program's) nor takes it for a write the kernel served.  A
+ * write(2) that lands between the punch and this fstat is taken as seen
+ * too: its bytes stay reported (allowed) until the next write.
+ */
+static void punch_seen(struct inode *n, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0)
+		n->shm_mtime = st.st_mtim;
+}
+
 static void name_of(const struct inode *n, char *buf, size_t len)
 {
 	snprintf(buf, len, "%" PRIx64, n->ino);
@@ -255,6 +270,16 @@ static uint64_t next_held(const struct inode *n, uint64_t from, uint64_t last)
 	return held;
 }
 
+/* Page idx of the backing file into page: the bytes read (0 on an error). */
+static size_t read_page(int fd, uint64_t idx, uint8_t *page)
+{
+	/* The last page of a file of 2^63 - 1 bytes ends past off_t. */
+	size_t len = idx * PG > (uint64_t)INT64_MAX - PG ? (size_t)(INT64_MAX - idx * PG) : PG;
+	ssize_t got = pread(fd, page, len, (off_t)(idx * PG));
+
+	return got < 0 ? 0 : (size_t)got;
+}
+
 /*
  * A page of the backing file that the map does not know: written (or,
  * after a purge, faulted in) by someone the daemon did not see: a
@@ -262,33 +287,31 @@ static uint64_t next_held(const struct inode *n, uint64_t from, uint64_t last)
  * which bytes it wrote, but what a purge discarded reads as zeros: the
  * page's purged bytes that are not zero were written since, and leave
  * the purged set (extset_remove_nonzero); a zero byte may be a lost one
- * and stays reported.  A page is read so once, when it is found: later
- * stores into it allocate nothing and leave the set as it is, which may
- * then name bytes that hold data (allowed; a loss without a report is
- * not).  A page wholly purged that reads as zeros was only loaded through
- * a mapping of the punched hole: it is punched again while a unit holds
- * it, so that reading a purged page through a mapping costs no memory.
+ * and stays reported.  Later stores into it through a mapping allocate
+ * nothing and leave the set as it is, which may then name bytes that
+ * hold data (allowed; a loss without a report is not); a later write(2)
+ * moves the mtime, and rescan_purged reads the page again.  A page wholly
+ * purged that reads as zeros was only loaded through a mapping of the
+ * punched hole: it is punched again while a unit holds it, so that
+ * reading a purged page through a mapping costs no memory.
  */
 static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uintptr_t old)
 {
-	/* The last page of a file of 2^63 - 1 bytes ends past off_t. */
-	size_t len = idx * PG > (uint64_t)INT64_MAX - PG ? (size_t)(INT64_MAX - idx * PG) : PG;
 	uint8_t page[PG];
-	ssize_t got;
+	size_t got;
 	bool was;
 
 	if (extset_intersects(&n->purged, idx * PG, (idx + 1) * PG)) {
-		got = pread(fd, page, len, (off_t)(idx * PG));
-		if (got < 0)
-			got = 0;
+		got = read_page(fd, idx, page);
 		if (units_find(&n->units, idx) &&
 		    extset_bytes_in(&n->purged, idx * PG, (idx + 1) * PG) == PG &&
-		    (got == 0 || (page[0] == 0 && memcmp(page, page + 1, (size_t)got - 1) == 0))) {
+		    (got == 0 || (page[0] == 0 && memcmp(page, page + 1, got - 1) == 0))) {
 			(void)punch(fd, idx * PG, PG);
+			punch_seen(n, fd);
 			return;
 		}
 		/* Without memory for a split, bytes stay reported: allowed. */
-		(void)extset_remove_nonzero(&n->purged, idx * PG, page, (size_t)got);
+		(void)extset_remove_nonzero(&n->purged, idx * PG, page, got);
 	}
 	was = meta_unlimited(true);
 	if (pagemap_set(&n->pages, idx, SHM_HELD | PM_TAGS(old), NULL) == 0) {
@@ -297,6 +320,43 @@ static void page_found(struct fs *fs, struct inode *n, int fd, uint64_t idx, uin
 		units_page_added(&fs->lru, &n->units, idx, true);
 	}
 	meta_unlimited(was);
+}
+
+/*
+ * The backing file was written since the last sync (its mtime moved: a
+ * write(2) the kernel served, or the daemon's own): pages the map holds
+ * that still have purged bytes may hold new data there.  Their bytes
+ * that are not zero leave the purged set, as page_found's do; at most
+ * SHM_RESCAN_MAX pages a sync (the rest stay reported until the next
+ * write: allowed).  Stores through a mapping do not move the mtime and
+ * are not looked for here.
+ */
+#define SHM_RESCAN_MAX 1024
+static void rescan_purged(struct inode *n, int fd)
+{
+	unsigned budget = SHM_RESCAN_MAX;
+	const struct extent *e;
+	uint8_t page[PG];
+	uint64_t pos = 0;
+
+	while (budget && (e = extset_first_from(&n->purged, pos)) != NULL) {
+		uint64_t first = (e->start > pos ? e->start : pos) / PG;
+		uint64_t last = e->end == UINT64_MAX ? PM_MAX_INDEX : (e->end - 1) / PG;
+		uint64_t i = next_held(n, first, last);
+
+		if (i > last) {
+			if (last >= PM_MAX_INDEX)
+				break;
+			pos = (last + 1) * PG; /* the extent holds no page */
+			continue;
+		}
+		/* Changes the set: e is not used after this. */
+		(void)extset_remove_nonzero(&n->purged, i * PG, page, read_page(fd, i, page));
+		budget--;
+		if (i >= PM_MAX_INDEX)
+			break;
+		pos = (i + 1) * PG;
+	}
 }
 
 static void shm_set_times(struct fs *fs, struct inode *n)
@@ -317,34 +377,11 @@ static void shm_set_times(struct fs *fs, struct inode *n)
  * fstat and a close for every entry made a listing of 2000 files take
  * 3.5x the classic path's time (bench.sh's dirops rows).
  */
-static void shm_sync(struct fs *fs, struct inode *n)
+/* Pages of the backing file (of st, open as fd) that the map lacks: page_found. */
+static void find_pages(struct fs *fs, struct inode *n, int fd, const struct stat *st)
 {
-	struct stat st;
-	uint64_t size, off = 0;
-	char name[24];
-	int fd;
+	uint64_t size = (uint64_t)st->st_size, off = 0;
 
-	name_of(n, name, sizeof(name));
-	if (fstatat(fs->shm.root, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return;
-	size = (uint64_t)st.st_size;
-	n->size = size; /* only the daemon shrinks it, and it keeps both alike */
-	/* Times the kernel moved for readers and writers the daemon did not
-	 * see (the backing file's, which shm_set_times keeps alike). */
-	if (!ts_eq(&st.st_mtim, &n->shm_mtime)) {
-		n->mtime = n->ctime = st.st_mtim;
-		n->shm_mtime = st.st_mtim;
-	}
-	if (!ts_eq(&st.st_atim, &n->shm_atime)) {
-		n->atime = st.st_atim;
-		n->shm_atime = st.st_atim;
-	}
-	/* Nothing allocated behind the map's back: the usual case. */
-	if ((uint64_t)st.st_blocks == n->pages.npages * (PG / 512))
-		return;
-	fd = shm_backing_open(fs, n, false);
-	if (fd < 0)
-		return;
 	while (off < size) {
 		off_t d = lseek(fd, (off_t)off, SEEK_DATA), h;
 
@@ -365,13 +402,51 @@ static void shm_sync(struct fs *fs, struct inode *n)
 	/* tmpfs's SEEK_DATA never finds the last page of a file whose
 	 * rounded-up size overflows loff_t (2^63 - 4095 bytes or more, on
 	 * 6.18): still short of the backing file's blocks, look at it. */
-	if (size > 0 && (uint64_t)st.st_blocks > n->pages.npages * (PG / 512) &&
+	if (size > 0 && (uint64_t)st->st_blocks > n->pages.npages * (PG / 512) &&
 	    size > (uint64_t)INT64_MAX - PG + 1) {
 		uint64_t last = (size - 1) / PG;
 
 		if (next_held(n, last, last) > last && !page_is_zero(fd, last))
 			page_found(fs, n, fd, last, pagemap_get(&n->pages, last));
 	}
+}
+
+static void shm_sync(struct fs *fs, struct inode *n)
+{
+	struct stat st;
+	bool written, rescan, found;
+	char name[24];
+	int fd;
+
+	name_of(n, name, sizeof(name));
+	if (fstatat(fs->shm.root, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	n->size = (uint64_t)st.st_size; /* only the daemon shrinks it, and it keeps both alike */
+	/* Times the kernel moved for readers and writers the daemon did not
+	 * see (the backing file's, which shm_set_times keeps alike). */
+	written = !ts_eq(&st.st_mtim, &n->shm_mtime);
+	if (written) {
+		n->mtime = n->ctime = st.st_mtim;
+		n->shm_mtime = st.st_mtim;
+	}
+	if (!ts_eq(&st.st_atim, &n->shm_atime)) {
+		n->atime = st.st_atim;
+		n->shm_atime = st.st_atim;
+	}
+	/* Nothing allocated behind the map's back, nothing written over
+	 * purged bytes: the usual case. */
+	rescan = written && !extset_empty(&n->purged);
+	found = (uint64_t)st.st_blocks != n->pages.npages * (PG / 512);
+	if (!rescan && !found)
+		return;
+	fd = shm_backing_open(fs, n, false);
+	if (fd < 0)
+		return;
+	if (rescan)
+		rescan_purged(n, fd);
+
+	if (found)
+		find_pages(fs, n, fd, &st);
 	close(fd);
 }
 
@@ -687,7 +762,11 @@ static void shm_free_range(struct fs *fs, struct inode *n, uint64_t first, uint6
 			if (q > last)
 				break;
 		}
-		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > synced) {
+		if (fstat(fd, &st) < 0)
+			st.st_size = 0;
+		else
+			n->shm_mtime = st.st_mtim; /* the punch's: punch_seen */
+		if ((uint64_t)st.st_size > synced) {
 			uint64_t now = (uint64_t)st.st_size;
 
 			if (first < stop)

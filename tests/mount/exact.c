@@ -12,7 +12,7 @@
  *
  *   loss: "no loss without a report" (section 4) for a writer the kernel serves itself.
  *	A writer appends whole pages (page k filled with one non-zero byte that depends on k)
- *	through a descriptor opened before the mount's first mark (on the passthrough path the
+ *	through a descriptor opened while the file held no mark (on the passthrough path the
  *	kernel then writes the backing file itself, man page PASSTHROUGH), to a file marked
  *	volatile, while another thread purges ("user.volatile.purge" = "all" on the mount root;
  *	on the file in every tenth round), until the purger's last purge returned.  Then every
@@ -55,8 +55,8 @@
  *	    attrs_after_mapped_stores.
  *
  * Run through with-mount.sh (VFS_TEST_DIR) on a fresh mount: main() opens the loss cases'
- * descriptors before any test runs, and they count as opened before the mount's first mark
- * only if nothing was ever marked on it.  Expects purged_read=zero, write_policy=keep and
+ * descriptors before any test runs, while their files hold no mark, so that the kernel
+ * writes through them on the passthrough path.  Expects purged_read=zero, write_policy=keep and
  * pressure=off (no purge but the tests' own), and a memory limit far above what it stores
  * (a few tens of MiB): meson.build mounts with memory_limit=256M,pressure=off.
  */
@@ -106,7 +106,7 @@
  * at the issue's rate, 1000 rounds would catch it with probability 0.99 (1 - 0.995^1000).
  */
 #define LOSS_ROUNDS 1000
-/* Descriptors opened before the first mark, per case; each serves every LOSS_FDS-th round
+/* Descriptors opened before their files' first mark, per case; each serves every LOSS_FDS-th round
  * (the kernel keeps writing for an open made then until it is closed, SPEC 11 and the man
  * page), and is closed after its last round. */
 #define LOSS_FDS 8
@@ -370,7 +370,7 @@ static void *map_file(int fd, size_t len)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* loss: pages appended through an open made before the mount's first mark                 */
+/* loss: pages appended through an open made before the file's first mark                  */
 
 /* Page k's byte in this round: never 0, and not what the round before wrote there. */
 static uint8_t page_fill(uint64_t k, int round)
@@ -429,7 +429,7 @@ static unsigned lost_pages(const char *path, uint64_t npages, int round, char *f
 }
 
 /*
- * One round on pre (its descriptor opened before the mount's first mark): mark the empty file
+ * One round on pre (its descriptor opened before the file's first mark): mark the empty file
  * with unit, append LOSS_WARM_PAGES pages, start the purger (on the mount root; on the file
  * in every tenth round: a purge of the file holds the kernel's lock of its inode, which a
  * passthrough write(2) takes too, so those never overlap a write), append until its last

@@ -178,6 +178,9 @@ struct vunit {
 	bool age;
 };
 
+/* A byte of minode.purged that holds data the daemon may still report (model_unseen). */
+#define PURGED_HELD 2
+
 struct minode {
 	bool live;
 	int id;        /* #id in traces: creation order */
@@ -186,7 +189,7 @@ struct minode {
 	ino_t ino;
 	uint64_t size;
 	uint8_t *data;   /* CAP bytes: content, zeros beyond size */
-	uint8_t *purged; /* CAP bytes: 1 = in the purged set */
+	uint8_t *purged; /* CAP bytes: 1 = in the purged set, PURGED_HELD: maybe (model_unseen) */
 	struct vunit u[MAXUNITS];
 	int nu;
 	bool touched;
@@ -473,12 +476,13 @@ static size_t model_extents(const uint8_t *purged, struct ext *out, size_t max)
 	uint64_t b = 0;
 
 	while (b < CAP) {
-		const uint8_t *p = memchr(purged + b, 1, CAP - b);
 		uint64_t s, e;
 
-		if (!p)
+		while (b < CAP && !purged[b])
+			b++;
+		if (b == CAP)
 			break;
-		s = (uint64_t)(p - purged);
+		s = b;
 		for (e = s; e < CAP && purged[e]; e++)
 			;
 		if (n < max)
@@ -850,6 +854,22 @@ out:
 
 #define MAXEXT 4096
 
+/* Bytes reported only because they may be (PURGED_HELD) that the daemon's report x of n
+ * extents leaves out: they hold data, and leave the model's purged set too. */
+static void settle_held(struct minode *m, const struct ext *x, size_t n)
+{
+	size_t k = 0;
+
+	if (!memchr(m->purged, PURGED_HELD, CAP) || n > MAXEXT)
+		return;
+	for (uint64_t b = 0; b < CAP; b++) {
+		while (k < n && x[k].off + x[k].len <= b)
+			k++;
+		if (m->purged[b] == PURGED_HELD && (k == n || b < x[k].off))
+			m->purged[b] = 0;
+	}
+}
+
 /* Reports the purge(s) (so reads cannot see discarded data) and compares the purged set. */
 static bool check_purged(struct state *S, int slot)
 {
@@ -860,6 +880,7 @@ static bool check_purged(struct state *S, int slot)
 
 	if (!real_extents(S, slot, got, MAXEXT, &ng))
 		return false;
+	settle_held(m, got, ng);
 	nw = model_extents(m->purged, want, MAXEXT);
 	if (ng == nw && memcmp(got, want, nw * sizeof(*got)) == 0)
 		return true;
@@ -1125,7 +1146,7 @@ static bool inode_open(struct state *S, struct minode *m, int fd)
 	struct stat st;
 
 	m->fd = fd;
-	m->kernel_writes = passthrough_path && m->nu == 0 && !memchr(m->purged, 1, CAP);
+	m->kernel_writes = passthrough_path && m->nu == 0 && !model_purged_in(m, 0, CAP);
 	m->map = mmap(NULL, CAP, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m->map == MAP_FAILED) {
 		m->map = NULL;
@@ -1211,11 +1232,12 @@ static void op_create(struct state *S, const struct op *o)
 
 /*
  * A write the daemon did not see (passthrough: a store through a mapping, a write(2) through
- * an open the kernel serves) into a page that already held memory leaves the purged set as it
- * was: the daemon reads a page for written bytes only when it appears (volatilefs(8), "No loss
- * without a report").  The bytes of [off, end) that the daemon still reports are taken as
- * reported, with their new data: reporting bytes that hold data is allowed, and the model
- * still fails on any byte lost without a report.
+ * an open the kernel serves) into a page that already held memory may leave the purged set as
+ * it was: the daemon reads such a page for written bytes when it appears, and again once the
+ * file's mtime moved (volatilefs(8), "No loss without a report").  The bytes of [off, end)
+ * that the daemon still reports are taken as reported, with their new data (PURGED_HELD:
+ * reporting bytes that hold data is allowed, and a later report may leave them out:
+ * settle_held), and the model still fails on any byte lost without a report.
  */
 static void model_unseen(struct state *S, int slot, uint64_t off, uint64_t end)
 {
@@ -1231,7 +1253,7 @@ static void model_unseen(struct state *S, int slot, uint64_t off, uint64_t end)
 		uint64_t b = got[k].off + got[k].len < end ? got[k].off + got[k].len : end;
 
 		if (a < b)
-			memset(m->purged + a, 1, b - a);
+			memset(m->purged + a, PURGED_HELD, b - a);
 	}
 }
 
@@ -1366,8 +1388,9 @@ static void op_unmark(struct state *S, int slot, const struct op *o)
 		if (!expect(S, "volatilefs_unmark",
 			    volatilefs_unmark(m->fd, o->off, o->len, &bytes, &purged), 0))
 			return;
-		if (purged == 1 && !wpurged) {
-			/* a purge by memory pressure before the unmark? */
+		if (purged != wpurged) {
+			/* a purge by memory pressure before the unmark, or held bytes the
+			 * daemon no longer reports? */
 			if (check_purged(S, slot))
 				wpurged = model_purged_in(m, o->off, e == UNB ? UINT64_MAX : e * PG);
 			S->fk = F_NONE;

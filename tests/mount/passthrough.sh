@@ -95,8 +95,8 @@ if [[ ${1:-} != --mounted ]]; then
 	((st == 0)) || exit "$st"
 	bash "$vfs_dir/with-mount.sh" "$daemon" -o "passthrough=on,memory_limit=${lim_mb}M" -- \
 		bash "${BASH_SOURCE[0]}" --mounted bound
-	# Writers the kernel serves: opened before the mount's first mark, so each on a mount
-	# of its own.
+	# Writers the kernel serves (opened while their files held no volatile range), each
+	# section on a mount of its own.
 	for section in kwriters kroom; do
 		bash "$vfs_dir/with-mount.sh" "$daemon" -o "passthrough=on,memory_limit=${lim_mb}M" -- \
 			bash "${BASH_SOURCE[0]}" --mounted "$section"
@@ -123,8 +123,8 @@ if [[ $2 == data ]]; then
 	((shared >= 64 * mib)) || fail "shared_bytes $shared, want >= 64 MiB"
 	ok "64 MiB intact, in shared memory ($shared bytes), daemon VmRSS +$((rss1 - rss0)) KiB"
 
-	# Before the mount's first mark, a writable open is one the kernel writes
-	# through itself.  A set-user-ID bit set after such an open is still
+	# A writable open of a file that holds no volatile range is one the kernel
+	# writes through itself.  A set-user-ID bit set after such an open is still
 	# cleared by a write of another user (the kernel sends the daemon a
 	# SETATTR that names nothing: FUSE_HANDLE_KILLPRIV_V2, ops.c).
 	printf 'old' > sid
@@ -410,10 +410,9 @@ falloc_race()
 	wait "${pids[@]}" # not the sampler
 	rm -f fa*
 }
-# Writers the kernel serves (their opens made before the mount's first mark:
-# no FOPEN_DIRECT_IO) that retry on ENOSPC, beside a fallocate loop the
-# daemon serves, half of it volatile (its marks come after the writers
-# opened): the tmpfs grows for the daemon's fallocates only within what the
+# Writers the kernel serves (their files held no volatile range when they
+# were opened: no FOPEN_DIRECT_IO) that retry on ENOSPC, beside a fallocate
+# loop the daemon serves, half of it volatile: the tmpfs grows for the daemon's fallocates only within what the
 # limit leaves, and the kernel's writers meet its size (it grew without a
 # check, to 291-335 MiB held on a 256M mount, before).  A fresh mount.
 kernel_writers()
@@ -468,8 +467,8 @@ EOF
 }
 
 # The room a kernel-served writer finds: with half the mount volatile, one
-# writer whose open was made before the mount's first mark (its write(2)s go
-# to the backing file with no request) fills the mount.  The monitor purges
+# writer of a file that holds no volatile range (its write(2)s go to the
+# backing file with no request) fills the mount.  The monitor purges
 # ahead of it (evict.c, keep_room), woken by its writes; whether it is
 # always ahead is a race with the scheduler (on an idle machine 0 of 60
 # fills met ENOSPC with volatile data left, and 0 of 60 beside stress-ng
@@ -492,7 +491,7 @@ transient = 0
 def stats():
     st = os.getxattr(".", "user.volatile.stats").decode()
     return dict(l.split("=", 1) for l in st.strip().split("\n"))
-fd = os.open("rplain", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # before any mark
+fd = os.open("rplain", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # no mark: the kernel writes
 chunk = os.urandom(1 << 20)
 for r in range(rounds):
     for i in range(lim_mb // 2):
@@ -533,13 +532,11 @@ EOF
 	rm -f rv* rplain
 }
 
-# Item 9 of the daemon's own path: with half the mount volatile, a writer whose
-# open was made after the mount's first mark (its write(2)s reach the daemon)
-# fills the mount; each write that finds no room purges first, so the writer
-# stops with ENOSPC only once nothing volatile holds memory.  A regression
-# test: 190abf1 passed it too (7 of 7 fills of a 256M mount); the failures
-# seen before (4 of 7) came from a writer the kernel serves, which kroom
-# tests.  The daemon's path does not race: 5 rounds.
+# The daemon's own path: with half the mount volatile, a writer whose file
+# holds a volatile range (one page far past its data: its write(2)s reach the
+# daemon) fills the mount; each write that finds no room purges first, so the
+# writer stops with ENOSPC only once nothing volatile holds memory.  The
+# daemon's path does not race: 5 rounds.
 room_for_daemon_writers()
 {
 	if python3 - "$lim_mb" << 'EOF'
@@ -554,7 +551,9 @@ for r in range(5):
         with open("dv%d" % i, "wb") as f:
             f.write(chunk)
         os.setxattr("dv%d" % i, "user.volatile.mark", b"all")
-    fd = os.open("dplain", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    open("dplain", "wb").close()
+    os.setxattr("dplain", "user.volatile.mark", b"1T:4096")
+    fd = os.open("dplain", os.O_WRONLY | os.O_TRUNC)
     n = 0
     try:
         while True:
