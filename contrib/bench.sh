@@ -367,7 +367,9 @@ wl_fio() {
 		run_fio --filename="$mk/f" --size="$FIO_SIZE" --rw=write --bs=1M --end_fsync=1
 		rec seqwrite_marked_mount "$fs" "$(fio_json write.bw_bytes | awk '{ printf "%.1f", $1 / 1048576 }')"
 		rm -f "$mk/f"
-		: >"$mk/v"
+		# fio unlinks and creates again a file shorter than --size, which would
+		# drop the mark: the file has its size before it is marked.
+		truncate -s "$FIO_SIZE" "$mk/v"
 		setfattr -n user.volatile.mark -v all "$mk/v"
 		run_fio --filename="$mk/v" --size="$FIO_SIZE" --rw=write --bs=1M --end_fsync=1
 		rec seqwrite_volatile "$fs" "$(fio_json write.bw_bytes | awk '{ printf "%.1f", $1 / 1048576 }')"
