@@ -1,6 +1,6 @@
 /*
  * fuseio.h - the daemon's own reading and writing of /dev/fuse, for what
- * libfuse 3.14 cannot ask the kernel for: FUSE passthrough (SPEC section
+ * libfuse 3.14 cannot ask the kernel for: FUSE passthrough (DESIGN section
  * 11).
  *
  * libfuse 3.14 builds the INIT reply from the 32-bit capabilities it

@@ -87,7 +87,7 @@ struct inode {
 			struct extset purged; /* the purged set, in bytes */
 			struct ofile *open_files; /* open descriptions (fs.h) */
 			uint32_t nopen;
-			/* Cache directories (SPEC section 8), under fs->ns_lock:
+			/* Cache directories (DESIGN section 8), under fs->ns_lock:
 			 * created under auto=unlink, a purge removes its name;
 			 * link1 is its one name while it has exactly one known
 			 * name (NULL after link(2)), in directory link1_dir. */
@@ -98,7 +98,7 @@ struct inode {
 			 * fs_auto_unlink_mark under lock with ns_lock held
 			 * at least for reading, never cleared): lookups
 			 * and opens through a stale dentry are refused
-			 * (SPEC 8).  Read under lock, or under ns_lock
+			 * (DESIGN 8).  Read under lock, or under ns_lock
 			 * held for writing. */
 			bool purge_unlinked;
 			uint64_t inval_seq;   /* the notifier's sequence of the last purge */

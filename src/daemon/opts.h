@@ -1,5 +1,5 @@
 /*
- * opts.h - the daemon's own mount options (SPEC section 2).
+ * opts.h - the daemon's own mount options (DESIGN section 2).
  *
  * opts_parse() takes memory_limit=, memory_low=, purged_read=,
  * write_policy=, auto=, pressure=, pressure_headroom=, passthrough=, auto_unmount=, mode=,
