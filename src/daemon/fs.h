@@ -125,7 +125,7 @@ struct fs {
 	struct shm shm;           /* the shared-memory store's tmpfs (root -1: none) */
 	_Atomic bool passthrough; /* files are opened through the kernel (DESIGN 11) */
 	/* Files with passthrough opens (inode.h pt_link), for
-	 * fs_touch_open; pt_lock is taken after inode locks. */
+	 * fs_pt_walk; pt_lock is taken after inode locks. */
 	pthread_mutex_t pt_lock;
 	LIST_HEAD(, inode) pt_open;
 	struct fs_hooks hooks;

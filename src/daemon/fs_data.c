@@ -254,7 +254,7 @@ int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags)
  * Recency on the passthrough path (DESIGN 11): the kernel reads a
  * passthrough file without the daemon, so the file counts as used, whole,
  * at each open, at its last close, and every second while it is open
- * (fs_touch_open): no read of it can happen outside those times.
+ * (fs_pt_walk with touch): no read of it can happen outside those times.
  * n locked for writing.
  */
 static void touch_file(struct fs *fs, struct inode *n)

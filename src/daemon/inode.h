@@ -24,7 +24,8 @@
  *                           writing, so ns_lock held for reading is
  *                           enough to walk it.
  *   arena->lock (mutex)     leaf.
- * Order: ns_lock, then inode locks (two at once: lower address first),
+ * Order: ns_lock, then one inode lock (never two at once: a rename or a
+ * link takes each node's lock in turn under ns_lock held for writing),
  * then itable->lock or arena->lock.  nlink is written with ns_lock held
  * for writing and the inode's lock held, so either lock suffices to read
  * it.  nlookup is atomic.  Type bits of mode and ino are immutable.

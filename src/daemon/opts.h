@@ -38,7 +38,7 @@ struct opts {
 	bool passthrough_set;  /* given */
 };
 
-/* off is the default for now: see volatilefs(8), PASSTHROUGH. */
+/* auto is the default (opts_parse): see volatilefs(8), PASSTHROUGH. */
 #define OPTS_PT_OFF  0
 #define OPTS_PT_AUTO 1
 #define OPTS_PT_ON   2
