@@ -30,7 +30,8 @@ import sys
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                        os.path.join(os.path.dirname(__file__), '..', '..'))
 TOPS = ('src', 'include', 'tests', 'contrib', 'docs', 'man', 'bench')
-SKIP_DIRS = ('tests/fuzz/corpus', 'tests/fuzz/regressions')
+SKIP_DIRS = ('tests/fuzz/corpus', 'tests/fuzz/regressions',
+             'tests/lint/refs.py')  # this file names what it looks for
 TEXT_EXT = ('.c', '.h', '.sh', '.py', '.md', '.build', '.txt', '.1', '.3',
             '.8', '.install', '.service', '.mount', '.example')
 
@@ -132,6 +133,11 @@ PATH = re.compile(r'(?<![\w./$-])((?:' + '|'.join(TOPS) +
 KERNEL = ('include/uapi/', 'include/linux/')
 MDLINK = re.compile(r'\]\(([^)#\s:]+)(?:#[^)]*)?\)')
 FUNC = re.compile(r'\b([A-Za-z_]\w*)\(\)')
+# A name with a module's prefix (fs_, units_, evict_...): ours, so it must
+# exist whether or not it is written with ().
+# A file named without its directory (units.h, fs_data.c).
+FNAME = re.compile(r'(?<![\w/.-])([\w-]+\.(?:c|h|sh|md|py))\b')
+MODNAME = re.compile(r'\b([a-z][a-z0-9]*)_\w+')
 
 
 def check_sections(rel, text):
@@ -204,6 +210,13 @@ def in_usr_include(names):
     return set(out.stdout.split())
 
 
+def usr_include_files():
+    names = set()
+    for _, _, fs in os.walk('/usr/include'):
+        names.update(fs)
+    return names
+
+
 def allowlist():
     names = set()
     try:
@@ -227,7 +240,12 @@ def main():
             dirs.add(d)
             d = os.path.dirname(d)
     known = set()      # names followed by ( in C code of src/include/tests
+    idents = set()     # every identifier of that code
     cited = {}         # name -> first (file, line) citing it as name()
+    named = {}         # module-prefixed name -> first (file, line) citing it
+    fnames = {}        # file name (units.h) -> first (file, line) citing it
+    prefixes = set(os.path.basename(r)[:-2].split('_')[0] for r in rels
+                   if r.startswith('src/') and r.endswith('.c'))
     for rel in sorted(r for r in rels if scanned(r)):
         try:
             with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
@@ -242,11 +260,19 @@ def main():
                 for (off, com), last in zip(
                     comments, [0] + [o + len(c) for o, c in comments]))
             if rel.split('/')[0] in ('src', 'include', 'tests'):
-                known.update(re.findall(r'\b([A-Za-z_]\w*)\s*\(', c_code(text)))
+                code = c_code(text)
+                known.update(re.findall(r'\b([A-Za-z_]\w*)\s*\(', code))
+                idents.update(re.findall(r'\b[A-Za-z_]\w*', code))
             if rel.split('/')[0] in ('src', 'include'):
                 for off, com in comments:
                     for m in FUNC.finditer(com):
                         cited.setdefault(m.group(1), (rel, line_of(
+                            text, off + m.start())))
+                    for m in FNAME.finditer(com):
+                        fnames.setdefault(m.group(1), (rel, line_of(
+                            text, off + m.start())))
+                    for m in MODNAME.finditer(com):
+                        named.setdefault(m.group(0), (m.group(1), rel, line_of(
                             text, off + m.start())))
         else:
             prose = text
@@ -257,7 +283,22 @@ def main():
             check_paths(rel, prose, files, dirs)
         if rel.endswith('.md'):
             check_md_links(rel, text, files, dirs)
-    unknown = set(cited) - known - allowlist()
+    allow = allowlist()
+    stems = set(os.path.basename(r).rsplit('.', 1)[0] for r in rels)
+    for name, (prefix, rel, line) in sorted(named.items(),
+                                            key=lambda kv: kv[1][1:]):
+        if prefix not in prefixes or name in idents or name in stems or \
+                name in allow:
+            continue
+        if name.endswith('_') and any(i.startswith(name) for i in idents):
+            continue  # a family: notify_reply_*
+        fail(rel, line, '%s is named nowhere in the code of src/, include/ '
+             'or tests/' % name)
+    bases = set(os.path.basename(r) for r in rels) | usr_include_files()
+    for name, (rel, line) in sorted(fnames.items(), key=lambda kv: kv[1]):
+        if name not in bases and name not in allow:
+            fail(rel, line, 'no file is named %s' % name)
+    unknown = set(cited) - known - allow
     unknown -= in_usr_include(unknown)
     for name in sorted(unknown, key=lambda n: cited[n]):
         rel, line = cited[name]
