@@ -14,11 +14,13 @@ Fails, naming file and line, on:
   "FUSE-FACTS N" (N must be a "## N." heading of that page);
 - a citation of the documents that live outside the repository
   ("SPEC section N", "SPEC N", FUSE-NOTES);
-- a function cited as name() in a comment of src/ or include/ that no
-  C file of src/, include/ or tests/ calls, declares or defines, that no
-  header under /usr/include names, and that tests/lint/refs-allow.txt
-  does not list (kernel functions, mostly: that file says why each is
-  there).
+- in a comment of src/ or include/: a file named without its directory
+  (units.h) that the tree and /usr/include do not hold; a name with the
+  prefix of one of src/'s modules (fs_, units_, evict_...) that no C
+  code of src/, include/ or tests/ uses; a function cited as name() that
+  no such code calls, declares or defines and no header under
+  /usr/include names.  tests/lint/refs-allow.txt lists the few others
+  (kernel names, mostly), each with why.
 
 Usage: refs.py [ROOT]   (default: this tree)
 """
