@@ -1,6 +1,6 @@
 /*
  * accesswatch.c - what watching for reads would cost and see: the
- * candidates for passthrough recency (SPEC section 11) that the daemon
+ * candidates for passthrough recency (DESIGN section 11) that the daemon
  * did not take, measured from outside it.
  *
  *   accesswatch fanotify DIR   FAN_ACCESS on the whole filesystem of DIR

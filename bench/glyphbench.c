@@ -16,7 +16,7 @@
  * frame knows the entries it needs before it draws, as a compositor does,
  * and batches as one would:
  *   1. one fsetxattr(user.volatile.unmark) naming every volatile entry the
- *      frame needs (SPEC section 5: several ranges in one value);
+ *      frame needs (DESIGN section 5: several ranges in one value);
  *   2. one fgetxattr(user.volatile.purged): the file's purged set; the
  *      entries of step 1 that it touches are regenerated (pwrite of the
  *      whole entry, which takes its bytes out of the purged set).  Only
@@ -65,7 +65,7 @@
 #define USES 48
 #define IDLE 4
 #define HOT_PERMILLE 800
-/* One xattr value of ranges: under the 64 KiB limit (SPEC section 5). */
+/* One xattr value of ranges: under the 64 KiB limit (DESIGN section 5). */
 #define VALUE_MAX 60000u
 #define PURGED_MAX (64u << 10)
 

@@ -1,7 +1,7 @@
 /*
  * pressurebench - a plain program allocating at full speed inside a v1
  * memory cgroup that also holds memory meant to be given back: MADV_FREE
- * memory, or volatilefs with volatile data (SPEC section 10; bench/, run by
+ * memory, or volatilefs with volatile data (DESIGN section 10; bench/, run by
  * contrib/bench.sh, group "pressure").  Needs root and the v1 memory
  * controller; CGROUP_DIR is a cgroup under /sys/fs/cgroup/memory with
  * memory.limit_in_bytes set.  The program itself stays outside the cgroup:

@@ -1,6 +1,6 @@
 #!/bin/bash
 # recency.sh - what each way of seeing reads on the passthrough path would
-# cost and see (SPEC section 11, recency), against a plain passthrough
+# cost and see (DESIGN section 11, recency), against a plain passthrough
 # mount and tmpfs in the same rounds:
 #
 #   none      the daemon's rule: nothing watches reads (an open file counts

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/smallfiles.sh: the memory and time N small files cost in each place their data could
-# live (SPEC section 11, passthrough): volatilefs's arena as today, a plain tmpfs, and one
+# live (DESIGN section 11, passthrough): volatilefs's arena as today, a plain tmpfs, and one
 # backing file per file on a private tmpfs.
 #
 #   bench/smallfiles.sh [--reps R] [--models M[,M...]] [--ndirs D] [--out DIR] COUNTS SIZES

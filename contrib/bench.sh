@@ -15,7 +15,7 @@
 # some need a mount of their own (a smaller memory_limit, a tree of a million files).
 # The memory-pressure section runs a plain program allocating at full speed in a v1 memory
 # cgroup next to 1 GiB of MADV_FREE memory, then next to a volatilefs daemon holding 1 GiB of
-# volatile data, and times the daemon's reaction (SPEC section 10); then streams a 4 GiB file
+# volatile data, and times the daemon's reaction (DESIGN section 10); then streams a 4 GiB file
 # through such a cgroup next to 512 MiB of MADV_FREE memory, then next to the daemon holding
 # 512 MiB of volatile data, and reports how much of each is kept (churn is no shortage).
 #
@@ -31,7 +31,7 @@
 #
 # GROUPs (for --only): fio small dirops glyph mark purge limit scale tree flood pressure mem.
 #
-# Both data paths (SPEC section 11): the volatilefs column is the classic path
+# Both data paths (DESIGN section 11): the volatilefs column is the classic path
 # (-o passthrough=off); the passthrough column a second volatilefs mount with -o
 # passthrough=on, which runs the loop groups' workloads that do not need the classic mount
 # (fio, small files, plain glyph frames, no-op round trips), and the directory operations of
@@ -615,7 +615,7 @@ phase_flood() {
 	plot_flood "$tsv" "$limit" "$low"
 }
 
-# SPEC section 10 on a v1 memory cgroup limited to PRESS_LIMIT_MIB: the time of a plain program
+# DESIGN section 10 on a v1 memory cgroup limited to PRESS_LIMIT_MIB: the time of a plain program
 # allocating PRESS_HOG MiB at full speed (bench/pressurebench.c, the allocation of
 # tests/mount/memhog.c) alone in the cgroup, next to 1 GiB of MADV_FREE memory, and next to a
 # volatilefs daemon (memory_limit=4G, far above: only the cgroup can make it purge) holding
@@ -1166,7 +1166,7 @@ report() { # COMMAND QUICK SECONDS
 - **RSS flood**: a mount with \`memory_limit=256M\`; $FLOOD_SIZE written as 16 MiB files, each
   marked volatile whole (one unit, length 0) before it is written; the daemon's VmRSS sampled
   every 10 ms (bench/rsswatch.c).
-- **pressure** (bench/pressurebench.c, SPEC section 10): each repetition, fresh v1 memory
+- **pressure** (bench/pressurebench.c, DESIGN section 10): each repetition, fresh v1 memory
   cgroups limited to $PRESS_LIMIT_MIB MiB, and in each a plain program (memhog's allocation:
   malloc 1 MiB and write every page, $PRESS_HOG MiB at full speed) timed: alone; next to a
   process holding 1 GiB it wrote and then \`madvise(MADV_FREE)\`d (the baseline: the kernel

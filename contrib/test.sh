@@ -129,7 +129,7 @@ run_build() {
 	fi
 }
 
-# The data paths (SPEC section 11).  As root every mount that does not choose a path takes
+# The data paths (DESIGN section 11).  As root every mount that does not choose a path takes
 # the passthrough path (passthrough=auto, the default), so each build's run is a run on it.
 # The normal build runs the whole mount and cache-program suites a second time on the
 # classic path (VOLATILEFS_PASSTHROUGH=off: a user's mount, an older kernel), so both paths

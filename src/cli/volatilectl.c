@@ -1,5 +1,5 @@
 /*
- * volatilectl - volatile ranges from the command line (SPEC section 7),
+ * volatilectl - volatile ranges from the command line (DESIGN section 7),
  * a thin layer over libvolatilefs and the user.volatile.* attributes.
  *
  *   $ volatilectl mark glyphs.atlas 0:64K 1M:1M --priority 1
@@ -592,7 +592,7 @@ static int watch_sample(const char *mnt, struct sample *s)
 		}
 	}
 	free(stats);
-	if ((seen & 0x3f) != 0x3f) /* the keys of SPEC section 5 */
+	if ((seen & 0x3f) != 0x3f) /* the keys of DESIGN section 5 */
 		return -EPROTO;
 	s->has_pressure = (seen & 0xc0) == 0xc0;
 	s->has_unlinked = seen & 0x100;

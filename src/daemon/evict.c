@@ -31,7 +31,7 @@ int64_t evict_unit_locked(struct fs *fs, struct inode *n, struct unit *u)
 	 * fails for want of it.  A unit that holds nothing (a sparse range,
 	 * one purged already) frees nothing: what it adds must fit under
 	 * the limit like any metadata, or the purge fails with -ENOMEM and
-	 * changes nothing (SPEC section 3: no side door). */
+	 * changes nothing (DESIGN section 3: no side door). */
 	bool funded = freed > 0, was;
 	int ret = 0;
 
@@ -105,7 +105,7 @@ out:
 	free(l->v);
 }
 
-/* auto=unlink files that are open are skipped (SPEC section 8). */
+/* auto=unlink files that are open are skipped (DESIGN section 8). */
 static bool skip_open(struct inode *n)
 {
 	return n->auto_unlink && n->nopen > 0;
@@ -299,7 +299,7 @@ int64_t evict_file(struct fs *fs, struct inode *n)
 	got = purge_file_locked(fs, n, true, &any);
 	if (got >= 0 && (more = purge_file_locked(fs, n, false, &any)) < 0)
 		got = more;
-	/* Asked for by name: its names go even while it is open (SPEC 8:
+	/* Asked for by name: its names go even while it is open (DESIGN 8:
 	 * every purge of such a file removes them); open descriptions
 	 * keep reading it as an unlinked file. */
 	if (any)

@@ -2,7 +2,7 @@
  * evict.h - purging: discarding volatile units to bring the daemon's RSS
  * back under its limit, and on request.
  *
- * Purging a unit (SPEC section 4) frees every page it holds at once (the
+ * Purging a unit (DESIGN section 4) frees every page it holds at once (the
  * arena gives them back to the kernel, so RSS falls), adds the unit's
  * bytes within the file's size to the file's purged set, leaves the
  * unit volatile, and hands the host (the FUSE glue) the byte range so

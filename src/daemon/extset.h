@@ -1,7 +1,7 @@
 /*
  * extset.h - a set of byte offsets kept as disjoint half-open extents.
  *
- * Owns one file's purged set (SPEC section 4): the bytes whose data a
+ * Owns one file's purged set (DESIGN section 4): the bytes whose data a
  * purge discarded and that have not been written since, exact to the
  * byte.  A purge adds a unit's bytes; a write, a truncate or a punch
  * removes bytes; an unmark asks whether a range intersects the set.

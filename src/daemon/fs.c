@@ -83,7 +83,7 @@ uint64_t fs_shm_cap_max(struct fs *fs)
 {
 	uint64_t limit = atomic_load(&fs->mem.limit), rss = mem_rss_kernel(&fs->mem);
 	/*
-	 * The limit plus SPEC section 3's allowance, max(1%, 4 MiB), beside
+	 * The limit plus DESIGN section 3's allowance, max(1%, 4 MiB), beside
 	 * our RSS.  The daemon's own writes stop at the limit (they reserve
 	 * first, mem.h), so the allowance is what is left, when the limit is
 	 * reached, for what the daemon cannot reserve: a load through a
@@ -302,7 +302,7 @@ void fs_room_end(struct fs *fs)
  * A request that would not fit even if every volatile page went (a
  * fallocate of a petabyte) purges nothing: it fails at once.  The RSS
  * that judges it counts memory that comes and goes (receive buffers, the
- * allocator's free lists), so only a miss by more than SPEC section 3's
+ * allocator's free lists), so only a miss by more than DESIGN section 3's
  * allowance, max(1%, 4 MiB), counts as hopeless: judged by the RSS
  * alone, a 1 MiB write got ENOSPC with 1 MiB of volatile data held (the
  * evict test, once under stress-ng).  Before it gives up, free heap

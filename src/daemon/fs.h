@@ -38,7 +38,7 @@
 /* The names of the volatile layer's xattrs (vxattr.h): never stored here. */
 #define FS_VOLATILE_PREFIX "user.volatile."
 
-/* user.volatile.auto of a directory (SPEC section 8). */
+/* user.volatile.auto of a directory (DESIGN section 8). */
 #define FS_AUTO_OFF    0
 #define FS_AUTO_MARK   1
 #define FS_AUTO_UNLINK 2
@@ -123,9 +123,9 @@ struct fs {
 	 * reads it true reads the new store too. */
 	const struct store_ops *store;
 	struct shm shm;           /* the shared-memory store's tmpfs (root -1: none) */
-	_Atomic bool passthrough; /* files are opened through the kernel (SPEC 11) */
+	_Atomic bool passthrough; /* files are opened through the kernel (DESIGN 11) */
 	/* Files with passthrough opens (inode.h pt_link), for
-	 * fs_touch_open; pt_lock is taken after inode locks. */
+	 * fs_pt_walk; pt_lock is taken after inode locks. */
 	pthread_mutex_t pt_lock;
 	LIST_HEAD(, inode) pt_open;
 	struct fs_hooks hooks;
@@ -147,7 +147,7 @@ struct fs {
 	_Atomic uint64_t files_unlinked_total;
 	_Atomic bool auto_unlink_seen;  /* stats show files_unlinked_total */
 	_Atomic uint64_t open_overdraft; /* open descriptions past the limit (fs_ofile_new) */
-	/* Memory pressure from outside (pressure.h, SPEC section 10). */
+	/* Memory pressure from outside (pressure.h, DESIGN section 10). */
 	_Atomic uint64_t pressure_purges_total;
 	_Atomic uint64_t pressure_bytes_total;
 	_Atomic unsigned pressure_sources; /* PSRC_* in use, set by the daemon's glue */
@@ -222,7 +222,7 @@ int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode *
 void fs_forget(struct fs *fs, struct inode *n, uint64_t nlookup);
 void fs_getattr(struct fs *fs, struct inode *n, struct stat *st);
 /*
- * Shared memory (SPEC section 11), before any file exists: keep file
+ * Shared memory (DESIGN section 11), before any file exists: keep file
  * data in backing files on a private tmpfs of cap bytes.  Zero or
  * -errno (the arena store stays).  fs_use_shm_store then switches to
  * it (at FUSE INIT, when the kernel offers passthrough).
@@ -239,7 +239,7 @@ void fs_monitor_kick(struct fs *fs);
  */
 void fs_sync(struct fs *fs, struct inode *n);
 /*
- * Set the shared-memory tmpfs's size to what the limit and SPEC 3's
+ * Set the shared-memory tmpfs's size to what the limit and DESIGN 3's
  * allowance, max(1%, 4 MiB), leave beside the daemon's RSS, never below
  * what it holds: the daemon's own writes stop at the limit (they
  * reserve), and what it cannot reserve (stores through a mapping or an
@@ -356,7 +356,7 @@ void fs_put_locked(struct fs *fs, struct inode *n);
  * changes anything, so nothing can fail after the change; then attached
  * to n.  An unused one goes back with fs_ofile_discard.  Attaching fails
  * only for a file whose name a purge removed (auto=unlink): -ESTALE, and
- * the VFS looks the name up again (SPEC section 8).
+ * the VFS looks the name up again (DESIGN section 8).
  *
  * An open description is metadata like any other and is charged under
  * the limit, after purging if it must; past that, up to FS_OPEN_OVERDRAFT
@@ -371,7 +371,7 @@ int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags);
 /* The last close of an open description. */
 void fs_release_file(struct fs *fs, struct ofile *of);
 /*
- * Passthrough opens (SPEC section 11, shared-memory store only): the
+ * Passthrough opens (DESIGN section 11, shared-memory store only): the
  * backing id of of's file, shared by all its open descriptions; the
  * first registers the backing file (created if need be) by calling
  * reg(fd), which returns an id (> 0) or -errno.  The id, or -errno.
@@ -398,7 +398,7 @@ bool fs_writes_seen_locked(struct fs *fs, struct inode *n);
  * Walk the files with passthrough opens (the kernel reads and writes
  * them without the daemon).  Each with a writable open is synced
  * (fs_sync: pages written behind the daemon get charged and join their
- * units); with touch, each is made most recently used, whole (SPEC 11's
+ * units); with touch, each is made most recently used, whole (DESIGN 11's
  * recency, per file).  The monitor calls it every tick on that path,
  * with touch every second.  A file whose lock is busy waits for the
  * next walk.  No lock held.

@@ -201,7 +201,7 @@ struct ofile *fs_ofile_new(struct fs *fs)
 			return of;
 	}
 	/* ... else from the overdraft, bounded by FS_OPEN_OVERDRAFT: the
-	 * SPEC section 3 allowance has room for it. */
+	 * DESIGN section 3 allowance has room for it. */
 	over = atomic_fetch_add(&fs->open_overdraft, cost);
 	if (over + cost > FS_OPEN_OVERDRAFT) {
 		atomic_fetch_sub(&fs->open_overdraft, cost);
@@ -251,10 +251,10 @@ int fs_open_attach(struct fs *fs, struct ofile *of, struct inode *n, int flags)
 }
 
 /*
- * Recency on the passthrough path (SPEC 11): the kernel reads a
+ * Recency on the passthrough path (DESIGN 11): the kernel reads a
  * passthrough file without the daemon, so the file counts as used, whole,
  * at each open, at its last close, and every second while it is open
- * (fs_touch_open): no read of it can happen outside those times.
+ * (fs_pt_walk with touch): no read of it can happen outside those times.
  * n locked for writing.
  */
 static void touch_file(struct fs *fs, struct inode *n)

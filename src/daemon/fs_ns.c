@@ -391,7 +391,7 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 		/* The new entry is charged under the limit, unless its name
 		 * is no longer than the old one: then the old entry, freed
 		 * just below, paid for it, and a full filesystem still
-		 * renames (SPEC section 3, no side door). */
+		 * renames (DESIGN section 3, no side door). */
 		was = meta_unlimited(!grows);
 		ret = dir_add(&newdir->dir.entries, newname, src, &moved);
 		meta_unlimited(was);

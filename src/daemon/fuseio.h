@@ -1,6 +1,6 @@
 /*
  * fuseio.h - the daemon's own reading and writing of /dev/fuse, for what
- * libfuse 3.14 cannot ask the kernel for: FUSE passthrough (SPEC section
+ * libfuse 3.14 cannot ask the kernel for: FUSE passthrough (DESIGN section
  * 11).
  *
  * libfuse 3.14 builds the INIT reply from the 32-bit capabilities it
@@ -48,7 +48,7 @@
  *     FUSE_DEV_IOC_BACKING_CLOSE = _IOW(229, 2, u32).  Both need
  *     CAP_SYS_ADMIN in the initial user namespace.
  * tests/unit/test_fuseio.c checks these offsets on byte images, and
- * tests/mount/passthrough.c that a mount negotiates them.
+ * tests/mount/passthrough.sh that a mount negotiates them.
  *
  * Splice: libfuse does not splice under a custom io without splice
  * hooks.  It would only ever have carried READ/WRITE data, which a

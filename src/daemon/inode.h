@@ -24,7 +24,8 @@
  *                           writing, so ns_lock held for reading is
  *                           enough to walk it.
  *   arena->lock (mutex)     leaf.
- * Order: ns_lock, then inode locks (two at once: lower address first),
+ * Order: ns_lock, then one inode lock (never two at once: a rename or a
+ * link takes each node's lock in turn under ns_lock held for writing),
  * then itable->lock or arena->lock.  nlink is written with ns_lock held
  * for writing and the inode's lock held, so either lock suffices to read
  * it.  nlookup is atomic.  Type bits of mode and ino are immutable.
@@ -87,7 +88,7 @@ struct inode {
 			struct extset purged; /* the purged set, in bytes */
 			struct ofile *open_files; /* open descriptions (fs.h) */
 			uint32_t nopen;
-			/* Cache directories (SPEC section 8), under fs->ns_lock:
+			/* Cache directories (DESIGN section 8), under fs->ns_lock:
 			 * created under auto=unlink, a purge removes its name;
 			 * link1 is its one name while it has exactly one known
 			 * name (NULL after link(2)), in directory link1_dir. */
@@ -98,7 +99,7 @@ struct inode {
 			 * fs_auto_unlink_mark under lock with ns_lock held
 			 * at least for reading, never cleared): lookups
 			 * and opens through a stale dentry are refused
-			 * (SPEC 8).  Read under lock, or under ns_lock
+			 * (DESIGN 8).  Read under lock, or under ns_lock
 			 * held for writing. */
 			bool purge_unlinked;
 			uint64_t inval_seq;   /* the notifier's sequence of the last purge */

@@ -174,7 +174,7 @@ static bool kernel_has_passthrough(void)
 }
 
 /*
- * The data path (SPEC section 11): shared memory and passthrough when
+ * The data path (DESIGN section 11): shared memory and passthrough when
  * asked for (auto, on) and possible; NULL, or why not.  Before the
  * mount, so that passthrough=on refuses to mount.
  */

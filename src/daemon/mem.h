@@ -1,6 +1,6 @@
 /*
  * mem.h - memory accounting: everything the daemon holds, against
- * memory_limit, reserved before it is used (SPEC section 3).
+ * memory_limit, reserved before it is used (DESIGN section 3).
  *
  * One figure is compared with the limit:
  *
@@ -80,7 +80,7 @@ struct mem {
 	_Atomic int64_t base;          /* kernel RSS - pages - metadata, last reconcile */
 	_Atomic uint64_t enospc_total;
 	/*
-	 * Shared memory (SPEC section 11): bytes of backing-file pages
+	 * Shared memory (DESIGN section 11): bytes of backing-file pages
 	 * charged (part of charged), and what the backing files really
 	 * hold, read at each reconciliation: what writers the daemon did
 	 * not see added since is added to base.  shared_used NULL: none.
@@ -99,7 +99,7 @@ struct mem {
 };
 
 /*
- * SPEC section 3's allowance over the limit: max(1% of it, 4 MiB).  The
+ * DESIGN section 3's allowance over the limit: max(1% of it, 4 MiB).  The
  * passthrough path sizes its tmpfs with it (fs_shm_recap).
  */
 static inline uint64_t mem_allowance(uint64_t limit)

@@ -4,7 +4,7 @@
  * Every block of metadata that outlives a request (nodes, directory
  * entries, names, symlink targets, xattrs, volatile units, purged-set
  * extents, page-map nodes, open files) comes from here, so the memory
- * limit counts it (SPEC section 3: metadata is reserved before it is
+ * limit counts it (DESIGN section 3: metadata is reserved before it is
  * used, like data).  A block is charged at what the allocator really
  * spends on it: its usable size plus malloc's header word.  The charge
  * is reserved before malloc is called (with glibc's chunk size as the
@@ -54,7 +54,7 @@ uint64_t meta_credit_end(void);
  * Between meta_unlimited(true) and meta_unlimited(false), on this
  * thread, blocks are charged without the limit's check.  Returns the
  * previous setting.  Every use is paid for by something the caller
- * frees or already reserved, so the limit has no side door (SPEC
+ * frees or already reserved, so the limit has no side door (DESIGN
  * section 3); each use says so beside it:
  *   - evict.c, evict_unit_locked: the purged-set extent of a unit that
  *     holds memory (at most one: a unit is one run), paid for by the at

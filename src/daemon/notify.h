@@ -4,11 +4,11 @@
  *
  * A purge frees a file's pages while the kernel may still cache them
  * (page cache, mmaps).  The kernel must drop them before anyone learns
- * that they are gone (SPEC section 4), but a notification may not be
+ * that they are gone (DESIGN section 4), but a notification may not be
  * sent from a request handler or under a lock a handler may need:
  * fuse_lowlevel_notify_inval_inode waits for page locks that in-flight
  * requests hold, and for write-backs that need a free worker
- * (FUSE-NOTES.md).  So:
+ * (FUSE-FACTS 3).  So:
  *
  * - Each file that has something to tell the kernel has a record (struct
  *   inval, hung on the inode, allocated by the prepare hook before the

@@ -171,7 +171,7 @@ static void vfs_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 /*
- * An open of a regular file on the passthrough path (SPEC section 11):
+ * An open of a regular file on the passthrough path (DESIGN section 11):
  * the kernel reads, writes and maps its backing file itself, and keeps
  * no pages of its own (no keep_cache: the kernel refuses it beside
  * passthrough).  The backing id, or 0 for a classic open (not this
@@ -939,7 +939,7 @@ static int ioctl_purged(struct fs *fs, struct inode *n, struct volatilefs_purged
 }
 
 /*
- * Restricted ioctls only (FUSE-NOTES.md): the kernel copies in and out
+ * Restricted ioctls only (FUSE-FACTS 5): the kernel copies in and out
  * _IOC_SIZE(cmd) bytes, so each command's struct arrives whole in in_buf
  * and `arg` is never dereferenced.
  */

@@ -151,7 +151,7 @@ int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
 	int ret = 0;
 
 	memset(o, 0, sizeof(*o));
-	o->passthrough = OPTS_PT_AUTO; /* SPEC section 11 */
+	o->passthrough = OPTS_PT_AUTO; /* DESIGN section 11 */
 	err[0] = '\0';
 	if (fuse_opt_parse(args, &raw, opt_table, keep_other) == -1) {
 		snprintf(err, errlen, "cannot parse the options");

@@ -1,5 +1,5 @@
 /*
- * opts.h - the daemon's own mount options (SPEC section 2).
+ * opts.h - the daemon's own mount options (DESIGN section 2).
  *
  * opts_parse() takes memory_limit=, memory_low=, purged_read=,
  * write_policy=, auto=, pressure=, pressure_headroom=, passthrough=, auto_unmount=, mode=,
@@ -38,7 +38,7 @@ struct opts {
 	bool passthrough_set;  /* given */
 };
 
-/* off is the default for now: see volatilefs(8), PASSTHROUGH. */
+/* auto is the default (opts_parse): see volatilefs(8), PASSTHROUGH. */
 #define OPTS_PT_OFF  0
 #define OPTS_PT_AUTO 1
 #define OPTS_PT_ON   2

@@ -1,5 +1,5 @@
 /*
- * pressure.h - memory pressure from outside the daemon (SPEC section 10).
+ * pressure.h - memory pressure from outside the daemon (DESIGN section 10).
  *
  * memory_limit is the daemon's own ceiling (mem.h, evict.h).  This module
  * watches everyone else's: the daemon's memory cgroup and the machine.

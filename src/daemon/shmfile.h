@@ -1,5 +1,5 @@
 /*
- * shmfile.h - the shared-memory store of file data (SPEC section 11):
+ * shmfile.h - the shared-memory store of file data (DESIGN section 11):
  * each regular file's bytes live in a backing file on a tmpfs that the
  * daemon mounts privately (fsopen/fsmount: a mount attached nowhere,
  * reached only through its root descriptor), at the same offsets, so

@@ -1,5 +1,5 @@
 /*
- * size.c - the SIZE syntax of SPEC section 2; see size.h.
+ * size.c - the SIZE syntax of DESIGN section 2; see size.h.
  */
 #include "size.h"
 

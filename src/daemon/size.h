@@ -1,5 +1,5 @@
 /*
- * size.h - parsing SIZE values (SPEC section 2), shared by the mount
+ * size.h - parsing SIZE values (DESIGN section 2), shared by the mount
  * options, the xattr grammar and volatilectl.  A pure function.
  */
 #ifndef VOLATILEFS_SIZE_H

@@ -1,6 +1,6 @@
 /*
  * store.h - where a regular file's data lives: one interface, so that a
- * second kind of storage (the shared-memory store of SPEC section 11)
+ * second kind of storage (the shared-memory store of DESIGN section 11)
  * is a second table of these functions, not a rewrite of the
  * filesystem.
  *
@@ -17,7 +17,7 @@
  * the others; none takes a lock of the namespace or calls up a layer.
  *
  * The second implementation is the shared-memory store, shmfile.c
- * (SPEC section 11): the same page map with placeholder entries, the
+ * (DESIGN section 11): the same page map with placeholder entries, the
  * bytes in a backing file the kernel serves itself.
  *
  * Not yet behind this interface (the next step of the seam): the

@@ -7,7 +7,7 @@
  * as it grows").  A purge discards a unit whole.  Each file keeps its
  * units in a red-black tree ordered by start; units never overlap.
  *
- * Marking [s, e) (SPEC section 4):
+ * Marking [s, e) (DESIGN section 4):
  *   the new unit absorbs every unit it overlaps: their union becomes one
  *   unit with the new call's priority and flags, most recently used;
  *   units that only touch it stay separate.

@@ -53,7 +53,7 @@ static int token_copy(char s[VGRAMMAR_TOKEN_MAX + 1], const char *tok, size_t n)
 	return 0;
 }
 
-/* OFFSET:LENGTH in s (modified), checked and rounded per SPEC section 4. */
+/* OFFSET:LENGTH in s (modified), checked and rounded per DESIGN section 4. */
 static int parse_range(char *s, struct vrange *r)
 {
 	char *colon = strchr(s, ':');

@@ -1,6 +1,6 @@
 /*
  * vgrammar.h - the grammar of the user.volatile.* attribute values
- * (SPEC sections 4 and 5): parsing the values written, building the
+ * (DESIGN sections 4 and 5): parsing the values written, building the
  * values read back.
  *
  * Pure functions over a caller's buffer: no globals, no locks, no I/O,
@@ -29,7 +29,7 @@
  * longer than VGRAMMAR_TOKEN_MAX bytes is EINVAL: no valid one comes
  * near it.
  *
- * Range rules (SPEC section 4): OFFSET must be a multiple of the page
+ * Range rules (DESIGN section 4): OFFSET must be a multiple of the page
  * size; LENGTH is rounded up to one; LENGTH 0 means unbounded and stays
  * 0; OFFSET + rounded LENGTH must not exceed INT64_MAX, the largest file
  * (so a bounded range ends at most at INT64_MAX + 1 - VGRAMMAR_PAGE).
@@ -51,7 +51,7 @@
 #define VGRAMMAR_PAGE 4096u
 /* Longest item (or single value, after trimming) accepted. */
 #define VGRAMMAR_TOKEN_MAX 64u
-/* The priority of a mark call that gives none (SPEC section 4). */
+/* The priority of a mark call that gives none (DESIGN section 4). */
 #define VGRAMMAR_DEFAULT_PRIORITY 3u
 #define VGRAMMAR_PRIORITY_MAX 7u
 
@@ -98,7 +98,7 @@ int vgrammar_parse_size(const char *buf, size_t len, uint64_t *out);
  */
 int vgrammar_parse_purge(const char *buf, size_t len, bool *all, uint64_t *size);
 
-/* The settings of user.volatile.auto (SPEC section 8). */
+/* The settings of user.volatile.auto (DESIGN section 8). */
 enum {
 	VGRAMMAR_AUTO_OFF = 0,
 	VGRAMMAR_AUTO_MARK = 1,
@@ -118,7 +118,7 @@ const char *vgrammar_auto_name(int mode);
 /*
  * Building the values read back: an append-only string buffer that
  * refuses to grow past VGRAMMAR_VALUE_MAX bytes, the kernel's xattr
- * value limit (XATTR_SIZE_MAX), so a getxattr can answer E2BIG as SPEC
+ * value limit (XATTR_SIZE_MAX), so a getxattr can answer E2BIG as DESIGN
  * section 5 says.  buf is NUL-terminated once anything was appended (the
  * NUL is not counted in len and not part of the value); an empty buffer
  * may have buf NULL.

@@ -380,11 +380,11 @@ int vol_format_stats(struct fs *fs, struct strbuf *b)
 			atomic_load(&fs->pressure_purges_total),
 			atomic_load(&fs->pressure_bytes_total), names);
 	}
-	/* The data path (SPEC section 11). */
+	/* The data path (DESIGN section 11). */
 	if (!ret)
 		ret = strbuf_printf(b, "passthrough=%s\nshared_bytes=%" PRIu64 "\n",
 				    fs->passthrough ? "on" : "off", shm_used(&fs->shm));
-	/* Cache directories with auto=unlink add their counter (SPEC section 8). */
+	/* Cache directories with auto=unlink add their counter (DESIGN section 8). */
 	if (!ret && atomic_load(&fs->auto_unlink_seen))
 		ret = strbuf_printf(b, "files_unlinked_total=%" PRIu64 "\n",
 				    atomic_load(&fs->files_unlinked_total));

@@ -1,5 +1,5 @@
 /*
- * vol.h - the volatile-range operations of one file (SPEC section 4),
+ * vol.h - the volatile-range operations of one file (DESIGN section 4),
  * with their locking and reporting: what the xattrs (vxattr.c) and the
  * ioctls (ops.c) call.
  *
@@ -53,7 +53,7 @@ int vol_check_range(uint64_t offset, uint64_t length, struct vrange *out);
 int vol_mark(struct fs *fs, struct inode *n, const struct vrange *r, size_t nr,
 	     unsigned priority, bool age);
 /*
- * Unmark the ranges; *bytes and *purged as SPEC section 4.  All or
+ * Unmark the ranges; *bytes and *purged as DESIGN section 4.  All or
  * nothing.  -ENOSPC when the spare units a split may need find no room
  * after purging, -ENOMEM.
  */
@@ -73,7 +73,7 @@ int vol_forget_purged(struct fs *fs, struct inode *n);
 /* Is the purged set non-empty?  (poll: POLLPRI) */
 bool vol_has_purged(struct fs *fs, struct inode *n);
 
-/* The values read back (SPEC section 5).  Zero, -E2BIG or -ENOMEM. */
+/* The values read back (DESIGN section 5).  Zero, -E2BIG or -ENOMEM. */
 int vol_format_ranges(struct fs *fs, struct inode *n, struct strbuf *b);
 int vol_format_purged(struct fs *fs, struct inode *n, struct strbuf *b);
 int vol_format_stats(struct fs *fs, struct strbuf *b);

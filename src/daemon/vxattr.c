@@ -68,7 +68,7 @@ static int set_purge(struct fs *fs, struct inode *n, const char *value, size_t s
 	}
 	if (!S_ISREG(n->mode) || !all)
 		return -EINVAL;
-	/* Bytes freed, 64-bit: more than 2 GiB is no error (SPEC section 9). */
+	/* Bytes freed, 64-bit: more than 2 GiB is no error (DESIGN section 9). */
 	got = evict_file(fs, n);
 	if (fs->hooks.depend)
 		fs->hooks.depend(fs->hooks.ctx, n, 0);

@@ -1,5 +1,5 @@
 /*
- * vxattr.h - the user.volatile.* extended attributes (SPEC section 5).
+ * vxattr.h - the user.volatile.* extended attributes (DESIGN section 5).
  *
  * These names are an interface, never stored.  This is the layer of
  * requests on them, above the volatile layer (vol.c, evict.c) and the

@@ -1,6 +1,6 @@
 /*
  * fuzz_grammar.c - libFuzzer harness for the value grammar (vgrammar.c)
- * and the SIZE syntax (size.c), SPEC sections 2, 4 and 5.
+ * and the SIZE syntax (size.c), DESIGN sections 2, 4 and 5.
  *
  * Every input goes through each parser: vgrammar_parse_ranges() in both
  * modes, vgrammar_parse_size(), vgrammar_parse_purge(),
@@ -62,7 +62,7 @@ static void fail(const uint8_t *data, size_t size, const char *fmt, ...)
 	abort();
 }
 
-/* ---- the reference: SPEC section 2's SIZE, from size.h's words ---- */
+/* ---- the reference: DESIGN section 2's SIZE, from size.h's words ---- */
 
 static int hexval(char c)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_opts.c - libFuzzer harness for the mount options (opts.c, SPEC
+ * fuzz_opts.c - libFuzzer harness for the mount options (opts.c, DESIGN
  * section 2): opts_parse() over an argument vector built from the input,
  * through libfuse's own fuse_opt_parse().
  *

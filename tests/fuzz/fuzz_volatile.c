@@ -1,6 +1,6 @@
 /*
  * fuzz_volatile.c - differential libFuzzer harness for volatile ranges
- * (SPEC section 4) on the filesystem layer, without a mount.
+ * (DESIGN section 4) on the filesystem layer, without a mount.
  *
  * The input is a program for ONE regular file of a fresh filesystem
  * (fs_init with a memory limit nothing reaches, fs_mknod).  Byte 0 is
@@ -37,10 +37,10 @@
  *   present[p]   the page holds memory;
  *   data[b]      the content of each byte, purged[b] the purged set.
  *
- * The model follows SPEC section 4 word for word (absorption, touching
+ * The model follows DESIGN section 4 word for word (absorption, touching
  * units, unmark splits and its two values, purge of the unit's bytes
  * within the size, writes, truncation, punching; only marking, reading
- * and writing make a unit most recently used).  Where the SPEC is silent
+ * and writing make a unit most recently used).  Where DESIGN.md is silent
  * it follows what the daemon documents (units.h, evict.h): a read or
  * write touching several units makes them most recently used in
  * ascending offset order, the right half of a split unit follows the
@@ -332,9 +332,9 @@ NO_COVERAGE static unsigned model_purge_unit(int id)
 
 /*
  * Reading or writing pages [s, e) makes the units there most recently
- * used (SPEC section 4), in ascending order of offset when there are
- * several (units_touch() does so; the SPEC does not say).  Holding memory
- * or not does not matter to the SPEC: a unit read while purged was used.
+ * used (DESIGN section 4), in ascending order of offset when there are
+ * several (units_touch() does so; DESIGN 4 does not say).  Holding memory
+ * or not does not matter to DESIGN 4: a unit read while purged was used.
  */
 NO_COVERAGE static void model_touch(unsigned s, unsigned e)
 {
@@ -353,7 +353,7 @@ NO_COVERAGE static void model_touch(unsigned s, unsigned e)
 
 /*
  * Give page p memory.  Only marking, reading and writing make a unit
- * most recently used (SPEC section 4): memory coming back through
+ * most recently used (DESIGN section 4): memory coming back through
  * fallocate() does not.
  */
 NO_COVERAGE static void model_fill_page(unsigned p)
@@ -460,7 +460,7 @@ NO_COVERAGE static void check_all(void)
 	if ((uint64_t)st.st_blocks != npresent * 8ull)
 		fail("st_blocks %" PRIu64 ", the model holds %u pages", (uint64_t)st.st_blocks,
 		     npresent);
-	/* statfs: free = the limit minus the non-volatile data held (SPEC section 3) */
+	/* statfs: free = the limit minus the non-volatile data held (DESIGN section 3) */
 	{
 		struct statvfs sv;
 		uint64_t nonvol = 0;
@@ -588,7 +588,7 @@ static void pick_range(uint8_t a, uint8_t b, unsigned sub, uint64_t *off, uint64
 	*len = lenp ? (uint64_t)lenp * PG - (sub % PG) : 0;
 }
 
-/* A SIZE in one of the notations of SPEC section 2. */
+/* A SIZE in one of the notations of DESIGN section 2. */
 static int put_size(char *d, size_t n, uint64_t v, unsigned how)
 {
 	switch (how % 4) {
@@ -703,7 +703,7 @@ static void op_unmark(const uint8_t *p)
 	limit = (M.size + PG - 1) / PG;
 	for (unsigned i = 0; i < nr; i++) {
 		unsigned s, e;
-		/* the named range is the rounded one: length up to a page (SPEC section 4) */
+		/* the named range is the rounded one: length up to a page (DESIGN section 4) */
 		uint64_t to = r[i].length ? r[i].offset + r[i].length : M.size;
 
 		pages_of(off[i], len[i], &s, &e);

@@ -1,9 +1,9 @@
 /*
- * badinput: every kind of bad input through every interface of volatilefs (SPEC section 9:
+ * badinput: every kind of bad input through every interface of volatilefs (DESIGN section 9:
  * "no input crashes the daemon, leaks memory, or changes state before failing: each bad
  * call gets an errno"), table-driven.
  *
- * Each row of a table is one bad call and the errno that SPEC, volatilefs(8), volatilefs(3)
+ * Each row of a table is one bad call and the errno that DESIGN.md, volatilefs(8), volatilefs(3)
  * or the kernel's own rules give for it. A row runs in a fresh directory holding a file with
  * volatile ranges and a partly purged unit ("f"), a directory, a FIFO and a symlink; the test
  * takes a snapshot of everything the call could have changed (units, purged set, contents,
@@ -28,7 +28,7 @@
  *	          mount with allow_other;
  *	options   bad options to the daemon binary ($VOLATILEFS) on a temporary mountpoint:
  *	          exit status 1, a message, nothing mounted;
- *	sizes     hostile sizes (SPEC section 9), last: offsets and lengths at 2^63 - 1, the
+ *	sizes     hostile sizes (DESIGN section 9), last: offsets and lengths at 2^63 - 1, the
  *	          last page, 2^62, and where a 32-bit count or page index would go wrong,
  *	          through fallocate, punch, truncate, pwrite, pread, lseek, the ioctls and the
  *	          attributes, each on an open, unlinked file of its own, each with the errno
@@ -1165,11 +1165,11 @@ END_TEST
  * truncate, pwrite, pread, lseek, the ioctls and the attributes.  Each row works on a file
  * of its own ("s", one of the kinds below) that is open and already unlinked, so that a call
  * left hanging in the daemon holds no name that a later cleanup would wait for.  The call
- * runs in a child with a deadline: SPEC section 9 says hostile sizes take time in proportion
+ * runs in a child with a deadline: DESIGN section 9 says hostile sizes take time in proportion
  * to the memory they touch, so a call still running after SIZE_DEADLINE seconds is a hang
  * (it is left behind; the row fails at once).  A row that fails must leave the file and the
  * mount's counters as they were (enospc_total may count an ENOSPC); a row that works must
- * give the result SPEC, volatilefs(3) and tmpfs give, and leave what it says.
+ * give the result DESIGN.md, volatilefs(3) and tmpfs give, and leave what it says.
  */
 #define E62 (1ull << 62)
 #define MAXSZ ((uint64_t)INT64_MAX) /* 2^63 - 1: the largest size */

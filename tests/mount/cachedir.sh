@@ -1,5 +1,5 @@
 #!/bin/bash
-# cachedir.sh DAEMON - cache directories (SPEC section 8).
+# cachedir.sh DAEMON - cache directories (DESIGN section 8).
 #
 # user.volatile.auto on directories: off by default, set and read back,
 # inherited by directories created inside, refused on files and for bad

@@ -23,7 +23,7 @@ stat_value()
 # after a warm-up (four writers of 4 MiB at once, then deleted): the worker
 # threads' request buffers the program's writes will touch are resident
 # then (with meson's MALLOC_PERTURB_, all of each), and the headroom covers
-# the allocator's slack that SPEC section 3 allows (up to 4 MiB: MIB is 4
+# the allocator's slack that DESIGN section 3 allows (up to 4 MiB: MIB is 4
 # or more), so that
 # purging can always bring RSS under memory_low, which follows at 90% of the
 # new limit, and writes do not fail with ENOSPC.

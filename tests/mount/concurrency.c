@@ -1,6 +1,6 @@
 /*
  * concurrency: many processes at once on a volatilefs mount while purges run all the time
- * (SPEC section 9: "no deadlock, no lost non-volatile byte, RSS held near the limit").
+ * (DESIGN section 9: "no deadlock, no lost non-volatile byte, RSS held near the limit").
  *
  *	$ tests/mount/with-mount.sh build/src/daemon/volatilefs -o memory_limit=64M -- ./concurrency
  *	$ VFS_CONCURRENCY_SECONDS=60 tests/mount/with-mount.sh ... -- ./concurrency   (longer)
@@ -8,7 +8,7 @@
  *
  * Run it with the default purged_read=zero (the mappings would get SIGBUS under eio).
  *
- * Test case "enospc" checks SPEC section 3's rule ("only when nothing volatile is left does it
+ * Test case "enospc" checks DESIGN section 3's rule ("only when nothing volatile is left does it
  * fail with ENOSPC") with writers racing for the memory, one thing at a time:
  *   - 8 threads rewrite 1 MiB volatile files (40 each, five times the limit): no write fails;
  *   - 4 threads do the same while the test creates files: no creation fails.

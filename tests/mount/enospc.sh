@@ -2,7 +2,7 @@
 # enospc.sh DAEMON - a full mount fails writes with ENOSPC and loses nothing.
 #
 # Mounts with -o memory_limit=32M ($VFS_TEST_LIMIT_MB overrides the 32, for
-# sanitizer builds whose baseline RSS is larger) and checks (SPEC sections 2-3):
+# sanitizer builds whose baseline RSS is larger) and checks (DESIGN sections 2-3):
 # - statfs (stat -f): block size 4096, total blocks = limit/4096, free = avail
 #   = total while nothing is stored;
 # - writing 1 MiB files of random data fails with "No space left on device"
@@ -64,7 +64,7 @@ for ((i = 0; i < max_files; i++)); do
 	[[ $err == *"No space left on device"* ]] ||
 		fail "write of fill.$i failed with '$err', want 'No space left on device'"
 	partial=fill.$i
-	# Its create may be the call refused: a new node needs memory too (SPEC
+	# Its create may be the call refused: a new node needs memory too (DESIGN
 	# section 3), and whether the limit falls on a create or a write depends
 	# on the daemon's own RSS (libfuse's buffers: with meson's MALLOC_PERTURB_
 	# each new worker's 1 MiB buffer is touched).  Then nothing was written.

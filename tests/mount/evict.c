@@ -1,5 +1,5 @@
 /*
- * evict: the guarantees of SPEC section 4 under memory pressure, on a mounted volatilefs.
+ * evict: the guarantees of DESIGN section 4 under memory pressure, on a mounted volatilefs.
  *
  * Run it on a mount with memory_limit=64M (the limit is read back from user.volatile.stats,
  * so another limit works too, as long as it is large enough for the test sizes below):
@@ -254,7 +254,7 @@ static void root_set(const char *name, const char *value)
 }
 
 /*
- * The memory the limit bounds (SPEC sections 3 and 11): the daemon's RSS
+ * The memory the limit bounds (DESIGN sections 3 and 11): the daemon's RSS
  * and, on the passthrough path, the shared memory of its backing files
  * (shared_bytes, 0 on the classic path).
  */
@@ -307,7 +307,7 @@ static uint64_t rss_margin(uint64_t limit)
  * recently used).  So the file is judged by its purged list read both before and after its
  * data, never by one list against a read that a purge may come between:
  *   - each list is empty or the whole unit "0:SIZE", and what was purged stays purged;
- *   - listed purged before the read: every byte reads 0 (SPEC section 4: after a purge was
+ *   - listed purged before the read: every byte reads 0 (DESIGN section 4: after a purge was
  *     reported, no read returns the discarded data; these mounts use purged_read=zero);
  *   - not listed purged after the read either: every byte is what was written;
  *   - purged between the two lists: each 4 KiB page is either exactly what was written
@@ -695,7 +695,7 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 	 * write may be counted first), and under a sanitizer what its allocator returns to
 	 * the kernel now and then; all of that is gone when the test reads.  Measured: the
 	 * RSS read here 0.5-3.9 MiB under the limit, in normal and ASan builds alike (the
-	 * old bound, 2 MiB, failed 5 of 20 normal runs).  So "full" is judged to SPEC
+	 * old bound, 2 MiB, failed 5 of 20 normal runs).  So "full" is judged to DESIGN
 	 * section 3's precision, max(1%, 4 MiB), beyond the refused write: it still catches
 	 * a refusal while several megabytes were free.  A sanitizer build's daemon carries
 	 * its runtime's freed memory on top (ASan's quarantine, up to 8 MiB with
@@ -738,7 +738,7 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 
 	/*
 	 * Deleting files makes room again (once the kernel forgets them): as many as the
-	 * 1 MiB write, its 1 MiB receive buffer and SPEC section 3's max(1%, 4 MiB) need.
+	 * 1 MiB write, its 1 MiB receive buffer and DESIGN section 3's max(1%, 4 MiB) need.
 	 * Two were once not enough under ASan for 10 s (data_bytes had fallen by them): the
 	 * daemon's own memory may grow by that much meanwhile, e.g. ASan's quarantine of freed
 	 * blocks (up to 8 MiB with contrib/test.sh's options).
@@ -934,7 +934,7 @@ START_TEST(pressure_purges_lowest_priority_then_aged_then_lru)
 			 f[j ? N - 1 : 0].name);
 		if (passthrough()) {
 			/* A load of a purged page needs a page of the full
-			 * private tmpfs (SPEC 3's allowance, then SIGBUS:
+			 * private tmpfs (DESIGN 3's allowance, then SIGBUS:
 			 * volatilefs(8), BUGS): its first and last pages. */
 			zero_assert(maps[j], PAGE, what);
 			zero_assert(maps[j] + unit - PAGE, PAGE, what);
@@ -1035,7 +1035,7 @@ START_TEST(lowering_memory_limit_purges_at_once)
 		      "with nothing purged (purges_total %" PRIu64 " -> %" PRIu64 ", volatile_bytes "
 		      "%" PRIu64 " -> %" PRIu64 " KiB)", new_limit / KIB, rss0 / KIB, purges0, purges1,
 		      vol0 / KIB, vol1 / KIB);
-	/* And RSS comes under the new limit, within SPEC section 3's allowance. */
+	/* And RSS comes under the new limit, within DESIGN section 3's allowance. */
 	for (;;) {
 		rss1 = held();
 		secs = now_s() - t0;

@@ -1,6 +1,6 @@
 /*
  * exact.c - issue 38: the purged set is exact where users rely on it, and no read returns
- * discarded bytes after a report (SPEC sections 4, 5, 6 and 11), on both data paths.
+ * discarded bytes after a report (DESIGN sections 4, 5, 6 and 11), on both data paths.
  *
  *	$ tests/mount/with-mount.sh build/src/daemon/volatilefs \
  *		-o memory_limit=256M,pressure=off,passthrough=on -- build/tests/mount/exact
@@ -107,7 +107,7 @@
  */
 #define LOSS_ROUNDS 1000
 /* Descriptors opened before their files' first mark, per case; each serves every LOSS_FDS-th round
- * (the kernel keeps writing for an open made then until it is closed, SPEC 11 and the man
+ * (the kernel keeps writing for an open made then until it is closed, DESIGN 11 and the man
  * page), and is closed after its last round. */
 #define LOSS_FDS 8
 /* Each round: LOSS_WARM_PAGES pages before the purger starts; then 1 to LOSS_PURGES purges

@@ -1,7 +1,7 @@
 #!/bin/bash
 # exit.sh DAEMON - how the daemon ends, and how it refuses bad command lines.
 #
-# Checks (SPEC sections 2 and 9):
+# Checks (DESIGN sections 2 and 9):
 # - through with-mount.sh: the daemon exits 0 after `fusermount3 -u`, and the
 #   mount is gone;
 # - mounted by hand: SIGTERM ends it with status 0 and the mount gone, also

@@ -1,7 +1,7 @@
 #!/bin/bash
 # faults.sh DAEMON - faults around the daemon: clients killed in the middle of
 # their calls, the daemon stopped under load, a tiny memory limit, and the
-# kernel connection aborted (SPEC sections 3 and 9).
+# kernel connection aborted (DESIGN sections 3 and 9).
 #
 # Each scenario mounts the daemon by hand (as with-mount.sh does) and checks:
 #  1. clients killed with SIGKILL: dd writing 4 GiB (buffered, O_DIRECT, and

@@ -1,6 +1,6 @@
 #!/bin/bash
 # fiu.sh DAEMON - allocation failures injected into a running daemon with
-# libfiu (SPEC section 9: "allocation failure anywhere yields an error for
+# libfiu (DESIGN section 9: "allocation failure anywhere yields an error for
 # that call and nothing else"; issue 10, item 3).
 #
 # DAEMON must be built with -Dfiu=enabled (its own fault points

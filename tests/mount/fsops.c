@@ -1,7 +1,7 @@
 /*
  * fsops: the file operations a tmpfs user relies on, checked with real system calls.
  *
- * volatilefs must behave exactly like tmpfs for ordinary file operations (SPEC section 3), so
+ * volatilefs must behave exactly like tmpfs for ordinary file operations (DESIGN section 3), so
  * this suite is written against tmpfs first: every test passes on a fresh tmpfs, and what it
  * asserts is what tmpfs does. Run it against a volatilefs mount the same way:
  *

@@ -1,5 +1,5 @@
 #!/bin/bash
-# hostile.sh DAEMON - sizes past 32 bits stay 64-bit to the reply (SPEC section 9).
+# hostile.sh DAEMON - sizes past 32 bits stay 64-bit to the reply (DESIGN section 9).
 #
 # Mounted with the default memory_limit (half of RAM). Checks:
 # - a per-file `user.volatile.purge all` of a file holding more than 2 GiB

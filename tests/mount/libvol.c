@@ -1,5 +1,5 @@
 /*
- * libvol: the C interface of volatilefs (SPEC sections 4 and 6), driven through libvolatilefs
+ * libvol: the C interface of volatilefs (DESIGN sections 4 and 6), driven through libvolatilefs
  * on a mounted volatilefs and checked against what the daemon shows through its extended
  * attributes and through ordinary reads, mappings and poll.
  *
@@ -20,7 +20,7 @@
  * runs only the test case "eio" instead, which needs a mount with -o purged_read=eio.
  *
  * What a purge may leave in the kernel's caches is only guaranteed gone once the purge has
- * been reported (SPEC section 4: through user.volatile.purged or .ranges, an unmark or the
+ * been reported (DESIGN section 4: through user.volatile.purged or .ranges, an unmark or the
  * ioctls), so the tests that read purged data first ask volatilefs_purged() about it.
  *
  * Layout as fsops.c: main() makes one run directory VFS_TEST_DIR/libvol.XXXXXX and removes it

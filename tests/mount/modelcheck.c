@@ -1,5 +1,5 @@
 /*
- * modelcheck: a model-checked random tester of volatile ranges (SPEC section 4) against a
+ * modelcheck: a model-checked random tester of volatile ranges (DESIGN section 4) against a
  * mounted volatilefs.
  *
  * A seeded generator produces a sequence of operations over a few files (3 to 5 live at a
@@ -16,7 +16,7 @@
  * (volatilefs_purged, paged, and user.volatile.purged), the units (user.volatile.ranges),
  * unmark's bytes and purged, and POLLPRI.
  *
- * The model follows SPEC section 4 literally: pages and units, absorption of overlapping
+ * The model follows DESIGN section 4 literally: pages and units, absorption of overlapping
  * units (touching ones stay apart), splitting on unmark, unbounded units that follow the
  * size, a purge discarding whole units and adding the unit's bytes within the size to the
  * purged set (which then read as zeros), writes removing exactly the bytes written (the data

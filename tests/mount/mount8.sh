@@ -1,7 +1,7 @@
 #!/bin/bash
 # mount8.sh DAEMON - volatilefs through mount(8), mount.fuse3 and fstab lines.
 #
-# Checks (SPEC section 2):
+# Checks (DESIGN section 2):
 # - `mount -t fuse.volatilefs volatilefs MNT -o memory_limit=256M` mounts
 #   through mount.fuse3 (Debian package fuse3), which runs `volatilefs` by
 #   name through /bin/sh; the root's user.volatile.memory_limit and the

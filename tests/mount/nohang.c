@@ -1,6 +1,6 @@
 /*
  * nohang.c - a mount never hangs, and the memory limit has no side door
- * (SPEC sections 3, 8 and 9).  Run by with-mount.sh on a mount with
+ * (DESIGN sections 3, 8 and 9).  Run by with-mount.sh on a mount with
  * -o allow_other,auto=unlink (the root is a cache directory; "plain"
  * directories set auto=off) and a small memory_limit.
  *
@@ -382,7 +382,7 @@ static void root_purger(int rounds)
 		op_end();
 		/* Gone at once for every opener, unless it was skipped: the
 		 * kernel's RELEASE of our close may come after the purge,
-		 * and an open file keeps its data and name (SPEC 8). */
+		 * and an open file keeps its data and name (DESIGN 8). */
 		op_begin("open %s after the purge", path);
 		int fd = open(path, O_RDONLY);
 		if (fd < 0 && errno != ENOENT)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# passthrough.sh DAEMON - the passthrough data path (SPEC section 11).
+# passthrough.sh DAEMON - the passthrough data path (DESIGN section 11).
 #
 # As root, mounted with -o passthrough=on:
 #   - negotiation: user.volatile.stats says passthrough=on; 64 MiB written
@@ -24,7 +24,7 @@
 #   - recency: a file held open and read only through a mapping is not the
 #     coldest (an open file counts as used every second); a closed one
 #     marked after it goes first;
-#   - the SPEC section 3 bound: with memory_limit=64M ($VFS_TEST_LIMIT_MB), memory held (daemon
+#   - the DESIGN section 3 bound: with memory_limit=64M ($VFS_TEST_LIMIT_MB), memory held (daemon
 #     VmRSS + shared_bytes, sampled every 5 ms) never passes the limit +
 #     max(1%, 4 MiB) while (a) a cache directory is flooded with 4x the limit,
 #     (b) plain files are written until ENOSPC, (c) a process writes through a
@@ -257,7 +257,7 @@ EOF
 	ok "parallel lookups: four LOOKUPs of one directory in flight at once (waiting count $waiting0 -> $waiting)"
 	rmdir pd
 
-	# Recency (SPEC 11, volatilefs(8) "Purge order"): the kernel reads a
+	# Recency (DESIGN 11, volatilefs(8) "Purge order"): the kernel reads a
 	# passthrough file without the daemon, so an open file counts as used,
 	# whole, every second.  Marked in the order a, b, c (a the coldest), a
 	# is then held open and read through a mapping only, b and c closed:

@@ -1,7 +1,7 @@
 #!/bin/bash
 # pressure-churn.sh DAEMON - a neighbour streaming a file through the daemon's
 # memory cgroup is no shortage: volatile data stays; a program that needs
-# memory while the stream runs still gets it (SPEC section 10), on a real
+# memory while the stream runs still gets it (DESIGN section 10), on a real
 # cgroup v1 memory controller.
 #
 # One cgroup with memory.limit_in_bytes 1536M and the daemon inside it

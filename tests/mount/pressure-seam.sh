@@ -1,5 +1,5 @@
 #!/bin/bash
-# pressure-seam.sh DAEMON - the PSI and MemAvailable paths of SPEC section 10,
+# pressure-seam.sh DAEMON - the PSI and MemAvailable paths of DESIGN section 10,
 # driven through the daemon's test seam instead of by starving the machine.
 #
 # VOLATILEFS_PROC names a directory the daemon reads in place of /proc

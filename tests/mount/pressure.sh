@@ -1,6 +1,6 @@
 #!/bin/bash
 # pressure.sh DAEMON - volatile data goes first when the daemon's memory cgroup
-# runs short, before anything is killed (SPEC section 10), on a real cgroup v1
+# runs short, before anything is killed (DESIGN section 10), on a real cgroup v1
 # memory controller.
 #
 # Each case makes its own memory cgroup under /sys/fs/cgroup/memory with
@@ -17,7 +17,7 @@
 #   2. nothing volatile: the same files, not marked.  It must end the way it
 #      would without volatilefs: the OOM killer acts (oom_kill >= 1).
 #   3. pressure=off: marked as in 1, but the daemon does not watch the cgroup:
-#      the OOM killer acts, as before SPEC section 10.
+#      the OOM killer acts, as before DESIGN section 10.
 # Every case removes its cgroup and unmounts, on failure too (pressurelib.sh).
 # Needs root and the v1 memory controller mounted at /sys/fs/cgroup/memory
 # (this machine and CI have both); elsewhere it is skipped (exit 77) saying

@@ -102,7 +102,7 @@ pressure_setup()
 		sleep 0.05
 	done
 	is_mounted "$mnt" || fail "$name: $mnt not mounted after 10 s"
-	# On the passthrough path (SPEC 11) file data is pages of the daemon's
+	# On the passthrough path (DESIGN 11) file data is pages of the daemon's
 	# private tmpfs, charged as tmpfs's are to the cgroup of the process that
 	# wrote them (the daemon's, for writes that go through it): written from
 	# inside the cgroup, all of it is the cgroup's, as the classic path's

@@ -310,7 +310,7 @@ static uint64_t files_unlinked(void)
  * kernel cached, and O_CREAT makes a new file whose bytes read back.  The
  * notifier is slow (a mapped 1.5 GiB file is purged in the same call).
  * close(2) returns before the kernel's RELEASE reaches the daemon, and an
- * open file keeps its name (SPEC section 8): purge again until a purge
+ * open file keeps its name (DESIGN section 8): purge again until a purge
  * took the file (files_unlinked_total), then open it at once (once
  * under stress-ng, ASan: the first purge came before the RELEASE).
  */

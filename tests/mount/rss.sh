@@ -1,7 +1,7 @@
 #!/bin/bash
 # rss.sh DAEMON - memory is held for data and given back on delete.
 #
-# Mounts with -o memory_limit=1G and checks (SPEC sections 2-3, 11):
+# Mounts with -o memory_limit=1G and checks (DESIGN sections 2-3, 11):
 # - writing 200 MiB of random data raises the memory the daemon holds (its
 #   VmRSS, plus shared_bytes on the passthrough path) by at least
 #   150 MiB, and deleting the files makes it fall by at least 150 MiB (within
@@ -49,7 +49,7 @@ truncate -s 0 written
 eq "file truncated to 0: st_blocks 0" "$(blocks written)" 0
 rm -f sparse written
 
-# Memory held (SPEC 3, 11): the daemon's VmRSS and the shared memory of its
+# Memory held (DESIGN 3, 11): the daemon's VmRSS and the shared memory of its
 # backing files (stats' shared_bytes: 0 on the classic path).
 held_kib()
 {

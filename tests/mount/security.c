@@ -1,6 +1,6 @@
 /*
  * security: what another user may and may not do on a volatilefs mounted with allow_other
- * (SPEC sections 2, 5, 6 and 9), checked with real system calls as root and as uid 65534.
+ * (DESIGN sections 2, 5, 6 and 9), checked with real system calls as root and as uid 65534.
  *
  *	# tests/mount/with-mount.sh build/src/daemon/volatilefs -o allow_other,memory_limit=256M \
  *		-- build/tests/mount/security
@@ -1627,7 +1627,7 @@ START_TEST(mounting_user_may_set_root_only_attributes)
 END_TEST
 
 /* Mounted through /dev/fd/N by a helper that did not pass default_permissions (as
- * `mount -t fuse.volatilefs -o drop_privileges,allow_other` does): SPEC section 2 says
+ * `mount -t fuse.volatilefs -o drop_privileges,allow_other` does): DESIGN section 2 says
  * default_permissions is always on, but the kernel mount is the caller's, so the daemon
  * refuses to serve it (exit status 1, a message naming the option) rather than serve every
  * file to every user. */

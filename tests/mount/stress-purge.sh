@@ -1,7 +1,7 @@
 #!/bin/bash
 # stress-purge.sh DAEMON - stress-ng's filesystem stressors while purges run.
 #
-# SPEC section 9: many clients at once while purges run, no deadlock, no
+# DESIGN section 9: many clients at once while purges run, no deadlock, no
 # lost non-volatile byte, RSS held near the limit.  On a mount with a
 # 384 MiB limit ($VFS_STRESS_PURGE_LIMIT_MB: room for the stressors'
 # non-volatile files beside the daemon's own RSS, or they meet ENOSPC,

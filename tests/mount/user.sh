@@ -47,7 +47,7 @@ as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 # The daemon may not read a binary under a private directory: copy it.
 cp "$daemon" "$base/volatilefs"
 chmod 0755 "$base/volatilefs"
-# passthrough=auto: without CAP_SYS_ADMIN the classic path (SPEC section 11).
+# passthrough=auto: without CAP_SYS_ADMIN the classic path (DESIGN section 11).
 as_user "$base/volatilefs" -f -o passthrough=auto "$mnt" > "$log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do

@@ -1,5 +1,5 @@
 #!/bin/bash
-# volatile.sh DAEMON - volatile ranges through setfattr/getfattr (SPEC 4, 5).
+# volatile.sh DAEMON - volatile ranges through setfattr/getfattr (DESIGN 4, 5).
 #
 # Mounted with -o memory_limit=512M,allow_other,mode=0777 (mode 0777 rather
 # than tmpfs's 1777: on a sticky directory the kernel itself refuses user.*
@@ -11,7 +11,7 @@
 #   user.volatile.foo: set "Invalid argument", get "No such attribute";
 #   mark/unmark on a directory: "Is a directory"; cp --preserve=xattr copies
 #   no volatility;
-# - grammar: the SPEC example, all, separators (spaces, commas, tabs,
+# - grammar: the example of volatilefs(8) EXAMPLES, all, separators (spaces, commas, tabs,
 #   newlines), trailing NUL, hex and K/M/G suffixes in either case, length
 #   rounding, unbounded, age, priority=N wherever it stands; malformed values
 #   (mark and unmark) fail with "Invalid argument" and change neither the
@@ -42,7 +42,7 @@
 #   again, by a write, and by an O_DIRECT read (reads served from the page
 #   cache never reach the daemon; O_DIRECT ones always do);
 # - a ranges value over 64 KiB: "Argument list too long" (E2BIG);
-# - last, as the one reading of the SPEC a reader might contest: purge all on
+# - last, as the one reading of DESIGN 5 a reader might contest: purge all on
 #   the root purges a unit that holds no memory (sparse), as purge on the file
 #   and ashmem's PURGE_ALL_CACHES do.
 #
@@ -242,7 +242,7 @@ for p in f d "$root"; do
 	expect_fail "$p: get unknown user.volatile.foo gives No such attribute" \
 		"No such attribute" getfattr --absolute-names -n user.volatile.foo "$p"
 done
-# Root-only and file-only names elsewhere are "any other name" (SPEC 5).
+# Root-only and file-only names elsewhere are "any other name" (DESIGN 5).
 expect_fail "file: get user.volatile.stats gives No such attribute" "No such attribute" \
 	getfattr --absolute-names -n user.volatile.stats f
 expect_fail "file: set user.volatile.memory_limit gives Invalid argument" "Invalid argument" \
@@ -271,11 +271,11 @@ gcase()
 	rg "$1" g "${@:3}"
 }
 
-gcase "SPEC example '0:64K 1M:1M priority=1'" "0:64K 1M:1M priority=1" \
+gcase "man page example '0:64K 1M:1M priority=1'" "0:64K 1M:1M priority=1" \
 	"0:65536 volatile priority=1" "1048576:1048576 volatile priority=1"
 unmark 0:64K g
-rg "SPEC example: unmark 0:64K leaves the 1M unit" g "1048576:1048576 volatile priority=1"
-pg "SPEC example: nothing purged" g
+rg "man page example: unmark 0:64K leaves the 1M unit" g "1048576:1048576 volatile priority=1"
+pg "man page example: nothing purged" g
 gcase "all = 0:0, default priority 3" all "0:0 volatile priority=3"
 gcase "separators: commas, tabs, newlines, runs of spaces" \
 	$'0:4K,8K:4K\t16K:4K\n24K:4K  32K:4K, 40K:4K\n' \
@@ -517,7 +517,7 @@ rg "a hard link shows the same units" p.link "${want%$'\n'}"
 mv p.link p.moved
 rg "rename keeps the units" p.moved "${want%$'\n'}"
 rm p.moved
-# SPEC-silent: like any absent attribute.
+# DESIGN 5 is silent: like any absent attribute.
 expect_fail "removexattr user.volatile.ranges gives No such attribute" "No such attribute" \
 	setfattr -x user.volatile.ranges p
 
@@ -785,7 +785,7 @@ unmark all many
 rg "unmark all removes the 3000 units" many
 rm -f many
 
-# Last, as the SPEC leaves room to read it otherwise: "all: purge every
+# Last, as DESIGN 5 leaves room to read it otherwise: "all: purge every
 # unit now" includes a unit that holds no memory (a sparse file), as ashmem's
 # PURGE_ALL_CACHES marks every unpinned range purged, and as purge on the
 # file itself already does.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# volatilectl.sh DAEMON - volatilectl (SPEC section 7) against a mount.
+# volatilectl.sh DAEMON - volatilectl (DESIGN section 7) against a mount.
 #
 # The binary comes from $VOLATILECTL.  mark with ranges, --age and
 # --priority (options before or after the ranges) shows up in the units;

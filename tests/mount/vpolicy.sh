@@ -1,7 +1,7 @@
 #!/bin/bash
 # vpolicy.sh DAEMON - the purged_read, write_policy and memory_low options.
 #
-# Not mounted (SPEC 2: a bad option is refused before anything is mounted):
+# Not mounted (DESIGN 2: a bad option is refused before anything is mounted):
 # purged_read=maybe, purged_read= and write_policy= (and write_policy=sometimes),
 # with and without -f, each exit with status 1 and a message naming the
 # option, and no mount appears.
@@ -15,7 +15,7 @@
 #   after the page cache was dropped (readahead into the purged range must not
 #   cost the pages before it). Written purged bytes read back again; punched
 #   ones read as zeros; after removexattr of user.volatile.purged the lost
-#   bytes read as zeros (SPEC-silent: they are no longer purged). Writes leave
+#   bytes read as zeros (DESIGN 4 is silent: they are no longer purged). Writes leave
 #   the units as they are (keep): the ranges value does not change.
 # - unmark: -o write_policy=unmark,purged_read=zero. Each write makes exactly
 #   the pages it touches non-volatile, splitting units (priority and age kept
@@ -23,7 +23,7 @@
 #   writing into purged pages unmarks them too, and purged bytes read as zeros.
 # - low: -o memory_limit=512M,memory_low=300M. An explicit memory_low does
 #   not follow the limit at 90%; lowering the limit under it caps it; raising
-#   the limit again gives it back (SPEC-silent: the effective low is the
+#   the limit again gives it back (DESIGN 5 is silent: the effective low is the
 #   smaller of the explicit one and the limit, as a user who chose 300M would
 #   expect).
 

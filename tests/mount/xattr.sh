@@ -5,7 +5,7 @@
 # set, get, replace, list and remove user.* attributes; text, empty, binary
 # (hex 0x...) and 16 KiB values; 300 attributes on one file (a list longer
 # than a page); getfattr -d dumps exactly what was set and forgets what was
-# removed. Then the reserved names (SPEC section 5): security.capability reads
+# removed. Then the reserved names (DESIGN section 5): security.capability reads
 # as "No such attribute"; setting user.volatile.foo fails with "Invalid
 # argument", getting it gives "No such attribute"; no user.volatile.* name is
 # ever listed by getfattr -d, not on the mount root, not on a marked file.

@@ -2,7 +2,7 @@
  * Unit tests for the notifier (notify.c) with a kernel that is slow on
  * purpose: the FUSE calls notify.c makes are replaced here by doubles that
  * log every call in one sequence, and an invalidation of a chosen node
- * blocks until the test lets it go.  What must hold (SPEC section 4,
+ * blocks until the test lets it go.  What must hold (DESIGN section 4,
  * notify.h): a reply that reports a purge is sent only after the
  * invalidation it depends on, and never on a timeout; one file's slow
  * invalidation does not hold another file's report; a purge of the whole
@@ -457,7 +457,7 @@ static int count_entry(void *ctx, const char *name, struct inode *n, const struc
 	return 0;
 }
 
-/* Refused by the daemon itself: lookup, readdir, link and open (SPEC 8). */
+/* Refused by the daemon itself: lookup, readdir, link and open (DESIGN 8). */
 static void assert_name_refused(struct inode *dir, struct inode *n)
 {
 	struct inode *got;
@@ -506,7 +506,7 @@ START_TEST(test_root_purge_reply_does_not_wait_for_name_deletion)
 }
 END_TEST
 
-/* A per-file user.volatile.purge removes the name too (SPEC section 8), open or not. */
+/* A per-file user.volatile.purge removes the name too (DESIGN section 8), open or not. */
 START_TEST(test_file_purge_unlinks_auto_unlink_file)
 {
 	struct inode *dir = NULL, *n = cache_file(&dir, "entry");

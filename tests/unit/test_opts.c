@@ -103,7 +103,7 @@ START_TEST(parse_takes_our_options_and_keeps_the_rest)
 	ck_assert(o.mode_set && o.mode == 0700);
 	ck_assert(o.uid_set && o.uid == 5);
 	ck_assert(o.gid_set && o.gid == 6);
-	/* SPEC section 11: passthrough=auto unless asked otherwise. */
+	/* DESIGN section 11: passthrough=auto unless asked otherwise. */
 	ck_assert_int_eq(o.passthrough, OPTS_PT_AUTO);
 	ck_assert(!o.passthrough_set);
 	for (int i = 0; i < args.argc; i++) {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the memory-pressure module (src/daemon/pressure.c, SPEC
+ * Unit tests for the memory-pressure module (src/daemon/pressure.c, DESIGN
  * section 10).  Covered:
  *  - the pure decisions: default headroom, the need against a limit and
  *    against MemAvailable, the purge step, the timer period; memory in use

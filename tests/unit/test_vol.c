@@ -252,7 +252,7 @@ START_TEST(purge_order_is_priority_then_age_then_lru)
 END_TEST
 
 /*
- * Recency counts uses only (SPEC section 4): a purged unit that is read
+ * Recency counts uses only (DESIGN section 4): a purged unit that is read
  * was used; one that gets memory back through fallocate was not, and
  * keeps the place its last use gave it.
  */
