@@ -77,6 +77,17 @@ void dir_remove(struct dir *d, struct dirent_node *e)
 	meta_free(e);
 }
 
+void dir_replace(struct dir *d, struct dirent_node *old, struct dirent_node *e)
+{
+	RB_REMOVE(dirent_cookies, &d->cookies, e);
+	RB_REMOVE(dirent_cookies, &d->cookies, old);
+	e->cookie = old->cookie;
+	RB_INSERT(dirent_cookies, &d->cookies, e);
+	RB_REMOVE(dirent_names, &d->names, old);
+	d->count--;
+	meta_free(old);
+}
+
 struct dirent_node *dir_next(struct dir *d, uint64_t after)
 {
 	struct dirent_node key;

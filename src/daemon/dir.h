@@ -7,7 +7,9 @@
  * added and never reused, so a readdir offset stays meaningful while the
  * directory changes: readdir resumes at the first entry whose cookie is
  * greater than the offset it was given (RB_NFIND), so no entry is
- * returned twice and no surviving entry is skipped.  Cookies 1 and 2 are
+ * returned twice and no surviving entry is skipped; a rename within the
+ * directory keeps the cookie (dir_replace), so a listing that renames
+ * what it reads ends.  Cookies 1 and 2 are
  * "." and "..".
  *
  * Locking: none inside; fs->ns_lock protects every directory's entries.
@@ -48,6 +50,13 @@ struct dirent_node *dir_find(struct dir *d, const char *name);
 int dir_add(struct dir *d, const char *name, struct inode *inode, struct dirent_node **out);
 /* Remove and free the entry. */
 void dir_remove(struct dir *d, struct dirent_node *e);
+/*
+ * A rename within d: e (just added under the new name) takes old's
+ * cookie, and old is removed and freed.  The file keeps its place in
+ * the listing: a reader past it does not meet it again, one before it
+ * meets it once, under the new name.
+ */
+void dir_replace(struct dir *d, struct dirent_node *old, struct dirent_node *e);
 /* Point an existing entry at another inode (rename over, exchange). */
 static inline void dir_retarget(struct dirent_node *e, struct inode *inode)
 {

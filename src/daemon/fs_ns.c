@@ -400,7 +400,10 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 		if (ret)
 			goto out_unlock;
 		name_moved(src, oe, moved, newdir);
-		dir_remove(&olddir->dir.entries, oe);
+		if (newdir == olddir)
+			dir_replace(&olddir->dir.entries, oe, moved);
+		else
+			dir_remove(&olddir->dir.entries, oe);
 		if (S_ISDIR(src->mode))
 			reparent(src, olddir, newdir);
 	}

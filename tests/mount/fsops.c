@@ -1835,6 +1835,42 @@ START_TEST(readdir_while_creating_entries_returns_none_twice)
 }
 END_TEST
 
+/*
+ * A listing that renames each entry it returns, within the directory (what xfstests'
+ * generic/736 does with 5000 entries): it ends, and returns each file once, under its old
+ * name or its new one.  A renamed entry keeps its place in the listing, as on tmpfs; given a
+ * new place after the reader's, it would be returned again, and renamed again, without end.
+ */
+START_TEST(readdir_while_renaming_each_entry_ends_and_returns_each_once)
+{
+	enum { N = 1000 };
+	int seen[N] = { 0 }, total = 0;
+	char fresh[16];
+	struct dir_reader rd;
+	const char *name;
+
+	make_entries("d", N);
+	reader_open(&rd, "d", _i == 1);
+	while ((name = reader_next(&rd)) != NULL) {
+		bool renamed = name[0] == 'r';
+		int k;
+
+		snprintf(fresh, sizeof(fresh), "e%.8s", name + 1); /* eNNNN or rNNNN: file NNNN */
+		k = entry_index(fresh, N);
+		ck_assert_msg(k >= 0 && (renamed || name[0] == 'e'), "unexpected entry \"%s\"", name);
+		ck_assert_msg(seen[k] == 0, "file %d returned twice (now as \"%s\")", k, name);
+		ck_assert_msg(++total <= N, "the listing goes on past the %d files", N);
+		seen[k]++;
+		snprintf(fresh, sizeof(fresh), "r%04d", k);
+		if (!renamed)
+			CHECK(renameat(rd.fd, name, rd.fd, fresh));
+	}
+	reader_close(&rd);
+	for (int i = 0; i < N; i++)
+		ck_assert_msg(seen[i] == 1, "file %d not returned", i);
+}
+END_TEST
+
 START_TEST(seekdir_returns_to_telldir_position)
 {
 	enum { N = 100 };
@@ -2759,6 +2795,7 @@ static Suite *fsops_suite(bool root)
 	tcase_add_loop_test(tc, readdir_while_unlinking_each_entry_lists_each_once, 0, 2);
 	tcase_add_loop_test(tc, readdir_while_unlinking_other_entries_returns_none_twice, 0, 2);
 	tcase_add_loop_test(tc, readdir_while_creating_entries_returns_none_twice, 0, 2);
+	tcase_add_loop_test(tc, readdir_while_renaming_each_entry_ends_and_returns_each_once, 0, 2);
 	tcase_add_test(tc, seekdir_returns_to_telldir_position);
 	tcase_add_test(tc, rewinddir_shows_entries_created_since_opendir);
 

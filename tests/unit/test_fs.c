@@ -305,6 +305,45 @@ START_TEST(readdir_resumes_without_duplicates_across_removals)
 }
 END_TEST
 
+/* Lists dir from off into c (at most 100 entries). */
+static void list_from(struct inode *dir, uint64_t off, struct collect *c)
+{
+	c->n = 0;
+	c->limit = 100;
+	ck_assert_int_eq(fs_readdir(&fs, dir, off, false, collect_fill, c), 0);
+}
+
+START_TEST(rename_within_a_directory_keeps_the_listing_place)
+{
+	static struct collect c;
+	struct inode *d = mk(fs.root, "d", S_IFDIR | 0700);
+	uint64_t off_a;
+
+	mk(fs.root, "a", S_IFREG | 0600);
+	mk(fs.root, "b", S_IFREG | 0600);
+	mk(d, "x", S_IFREG | 0600);
+	list_from(fs.root, 2, &c); /* d a b */
+	ck_assert_int_eq(c.n, 3);
+	ck_assert_str_eq(c.names[1], "a");
+	off_a = c.offs[1];
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "z", 0), 0);
+	/* A reader past "a" does not meet it again as "z"; one before it meets "z" there. */
+	list_from(fs.root, off_a, &c);
+	ck_assert_int_eq(c.n, 1);
+	ck_assert_str_eq(c.names[0], "b");
+	list_from(fs.root, 2, &c);
+	ck_assert_int_eq(c.n, 3);
+	ck_assert_str_eq(c.names[1], "z");
+	ck_assert_uint_eq(c.offs[1], off_a);
+	/* Into another directory: a new entry there, after those it had. */
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "z", d, "y", 0), 0);
+	list_from(d, 2, &c);
+	ck_assert_int_eq(c.n, 2);
+	ck_assert_str_eq(c.names[0], "x");
+	ck_assert_str_eq(c.names[1], "y");
+}
+END_TEST
+
 START_TEST(readdirplus_takes_references_only_for_taken_entries)
 {
 	static struct collect c;
@@ -516,6 +555,7 @@ int main(void)
 	tcase_add_test(tc, rename_moves_replaces_and_checks_types);
 	tcase_add_test(tc, rename_exchange_swaps_file_and_directory);
 	tcase_add_test(tc, readdir_resumes_without_duplicates_across_removals);
+	tcase_add_test(tc, rename_within_a_directory_keeps_the_listing_place);
 	tcase_add_test(tc, readdirplus_takes_references_only_for_taken_entries);
 	tcase_add_test(tc, xattrs_store_namespaces_like_tmpfs);
 	tcase_add_test(tc, xattrs_store_refuses_volatile_names);
