@@ -294,34 +294,50 @@ static void drop_setid(fuse_req_t req, struct inode *n, bool all)
 		fs_setattr(fs_of(req), n, &sa, &st);
 }
 
+/* The attributes a SETATTR may name; one naming none of them is "empty". */
+#define SETATTR_ATTRS (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |      \
+		       FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |     \
+		       FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)
+
 /*
  * What the kernel leaves to the daemon under FUSE_HANDLE_KILLPRIV_V2
  * (fuseio.h), for a SETATTR that sets no mode: a chown or chgrp of a
  * non-directory clears S_ISUID, and S_ISGID with group execute, whoever
- * asks (tmpfs does, and the kernel computed it before); a truncate, and
- * the SETATTR with no attribute that a write or fallocate of a set-id
- * file sends, clear them as a write does (drop_setid, all).
+ * asks (tmpfs does, and the kernel computed it before); a truncate
+ * clears them as a write does (drop_setid, all).
+ * An empty SETATTR comes from a write or fallocate of a set-id file by a
+ * caller without CAP_FSETID, or from a chown(-1, -1) by anyone (the
+ * kernel sends its ATTR_CTIME as nothing).  A directory is never
+ * written, so there it is a chown, which leaves a directory's bits
+ * alone; from root it is a chown too (root's writes keep the bits and
+ * send none), which clears as any chown does; from another caller
+ * either one clears as a write does.
  */
 static void killpriv_v2(fuse_req_t req, struct inode *n, int to_set, struct fs_setattr *sa)
 {
-	const int attrs = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
-			  FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
-			  FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
 	struct stat st;
+	bool owner;
 
 	if (!fuseio_killpriv() || (to_set & FUSE_SET_ATTR_MODE))
 		return;
-	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
-		fs_getattr(fs_of(req), n, &st);
-		if (S_ISDIR(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)))
-			return;
-		sa->valid |= FS_SET_MODE;
-		sa->mode = st.st_mode & ~(mode_t)S_ISUID;
-		if (st.st_mode & S_IXGRP)
-			sa->mode &= ~(mode_t)S_ISGID;
-	} else if ((to_set & FUSE_SET_ATTR_SIZE) || !(to_set & attrs)) {
+	if (to_set & FUSE_SET_ATTR_SIZE) {
 		drop_setid(req, n, true);
+		return;
 	}
+	owner = to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID);
+	if (!owner && (to_set & SETATTR_ATTRS))
+		return;
+	fs_getattr(fs_of(req), n, &st);
+	if (S_ISDIR(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)))
+		return;
+	if (!owner && fuse_req_ctx(req)->uid != 0) {
+		drop_setid(req, n, true);
+		return;
+	}
+	sa->valid |= FS_SET_MODE;
+	sa->mode = st.st_mode & ~(mode_t)S_ISUID;
+	if (st.st_mode & S_IXGRP)
+		sa->mode &= ~(mode_t)S_ISGID;
 }
 
 static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -340,6 +356,11 @@ static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 		return;
 	}
 	killpriv_v2(req, node_of(req, ino), to_set, &sa);
+	/* A chown(-1, -1) moves the ctime (the kernel sends it as nothing). */
+	if (!(to_set & SETATTR_ATTRS)) {
+		sa.valid |= FS_SET_CTIME;
+		inode_now(&sa.ctime);
+	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (!(to_set & FUSE_SET_ATTR_MODE) && !fuseio_killpriv())
 			drop_setid(req, node_of(req, ino), false);
