@@ -190,6 +190,8 @@ static int32_t passthrough_open(struct fs *fs, struct ofile *of, struct fuse_fil
 		/* Writes the daemon must see go through it (FOPEN_DIRECT_IO
 		 * overrides passthrough for read and write, not for mmap). */
 		fi->direct_io = of->writes_seen;
+		/* FLUSH only where vfs_flush has work: a writable open. */
+		fi->noflush = (of->flags & O_ACCMODE) == O_RDONLY;
 		/* The kernel's splice read of such an open (sendfile, splice,
 		 * copy_file_range) goes through the FUSE file's page cache,
 		 * filled by READ requests: a purge must invalidate it. */
@@ -631,14 +633,30 @@ static void vfs_ok(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /*
- * Nothing to flush: data reaches the daemon with each write.  ENOSYS
- * once makes the kernel stop sending FLUSH on every close (one request
- * less per open file).
+ * Without passthrough nothing to flush: data reaches the daemon with
+ * each write.  ENOSYS once makes the kernel stop sending FLUSH on every
+ * close (one request less per open file).
+ * On the passthrough path the kernel stores through a writable open's
+ * mappings into the backing file without a request, and keeps the
+ * attributes it cached: the close of such an open drops them before
+ * close(2) returns, so that a stat after it asks again and sees the
+ * times the stores moved (RELEASE, which does it too, is sent after
+ * close(2) has returned).  Dropping attributes takes no lock in the
+ * kernel (offset -1), so it is sent from here.  Read-only passthrough
+ * opens are answered FOPEN_NOFLUSH (passthrough_open); a classic open
+ * on this path gets 0 (ENOSYS would stop FLUSH for every open).
  */
 static void vfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino; (void)fi;
-	fuse_reply_err(req, ENOSYS);
+	const struct ofile *of = (const struct ofile *)(uintptr_t)fi->fh;
+
+	if (!fs_of(req)->passthrough) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (of->passthrough && (of->flags & O_ACCMODE) != O_RDONLY)
+		(void)fuse_lowlevel_notify_inval_inode(nt_of(req)->se, ino, -1, 0);
+	fuse_reply_err(req, 0);
 }
 
 static void vfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
