@@ -190,6 +190,8 @@ static int32_t passthrough_open(struct fs *fs, struct ofile *of, struct fuse_fil
 		/* Writes the daemon must see go through it (FOPEN_DIRECT_IO
 		 * overrides passthrough for read and write, not for mmap). */
 		fi->direct_io = of->writes_seen;
+		/* FLUSH only where vfs_flush has work: a writable open. */
+		fi->noflush = (of->flags & O_ACCMODE) == O_RDONLY;
 		/* The kernel's splice read of such an open (sendfile, splice,
 		 * copy_file_range) goes through the FUSE file's page cache,
 		 * filled by READ requests: a purge must invalidate it. */
@@ -294,34 +296,50 @@ static void drop_setid(fuse_req_t req, struct inode *n, bool all)
 		fs_setattr(fs_of(req), n, &sa, &st);
 }
 
+/* The attributes a SETATTR may name; one naming none of them is "empty". */
+#define SETATTR_ATTRS (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |      \
+		       FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |     \
+		       FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)
+
 /*
  * What the kernel leaves to the daemon under FUSE_HANDLE_KILLPRIV_V2
  * (fuseio.h), for a SETATTR that sets no mode: a chown or chgrp of a
  * non-directory clears S_ISUID, and S_ISGID with group execute, whoever
- * asks (tmpfs does, and the kernel computed it before); a truncate, and
- * the SETATTR with no attribute that a write or fallocate of a set-id
- * file sends, clear them as a write does (drop_setid, all).
+ * asks (tmpfs does, and the kernel computed it before); a truncate
+ * clears them as a write does (drop_setid, all).
+ * An empty SETATTR comes from a write or fallocate of a set-id file by a
+ * caller without CAP_FSETID, or from a chown(-1, -1) by anyone (the
+ * kernel sends its ATTR_CTIME as nothing).  A directory is never
+ * written, so there it is a chown, which leaves a directory's bits
+ * alone; from root it is a chown too (root's writes keep the bits and
+ * send none), which clears as any chown does; from another caller
+ * either one clears as a write does.
  */
 static void killpriv_v2(fuse_req_t req, struct inode *n, int to_set, struct fs_setattr *sa)
 {
-	const int attrs = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
-			  FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
-			  FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
 	struct stat st;
+	bool owner;
 
 	if (!fuseio_killpriv() || (to_set & FUSE_SET_ATTR_MODE))
 		return;
-	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
-		fs_getattr(fs_of(req), n, &st);
-		if (S_ISDIR(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)))
-			return;
-		sa->valid |= FS_SET_MODE;
-		sa->mode = st.st_mode & ~(mode_t)S_ISUID;
-		if (st.st_mode & S_IXGRP)
-			sa->mode &= ~(mode_t)S_ISGID;
-	} else if ((to_set & FUSE_SET_ATTR_SIZE) || !(to_set & attrs)) {
+	if (to_set & FUSE_SET_ATTR_SIZE) {
 		drop_setid(req, n, true);
+		return;
 	}
+	owner = to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID);
+	if (!owner && (to_set & SETATTR_ATTRS))
+		return;
+	fs_getattr(fs_of(req), n, &st);
+	if (S_ISDIR(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)))
+		return;
+	if (!owner && fuse_req_ctx(req)->uid != 0) {
+		drop_setid(req, n, true);
+		return;
+	}
+	sa->valid |= FS_SET_MODE;
+	sa->mode = st.st_mode & ~(mode_t)S_ISUID;
+	if (st.st_mode & S_IXGRP)
+		sa->mode &= ~(mode_t)S_ISGID;
 }
 
 static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -340,6 +358,11 @@ static void vfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 		return;
 	}
 	killpriv_v2(req, node_of(req, ino), to_set, &sa);
+	/* A chown(-1, -1) moves the ctime (the kernel sends it as nothing). */
+	if (!(to_set & SETATTR_ATTRS)) {
+		sa.valid |= FS_SET_CTIME;
+		inode_now(&sa.ctime);
+	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (!(to_set & FUSE_SET_ATTR_MODE) && !fuseio_killpriv())
 			drop_setid(req, node_of(req, ino), false);
@@ -610,14 +633,30 @@ static void vfs_ok(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /*
- * Nothing to flush: data reaches the daemon with each write.  ENOSYS
- * once makes the kernel stop sending FLUSH on every close (one request
- * less per open file).
+ * Without passthrough nothing to flush: data reaches the daemon with
+ * each write.  ENOSYS once makes the kernel stop sending FLUSH on every
+ * close (one request less per open file).
+ * On the passthrough path the kernel stores through a writable open's
+ * mappings into the backing file without a request, and keeps the
+ * attributes it cached: the close of such an open drops them before
+ * close(2) returns, so that a stat after it asks again and sees the
+ * times the stores moved (RELEASE, which does it too, is sent after
+ * close(2) has returned).  Dropping attributes takes no lock in the
+ * kernel (offset -1), so it is sent from here.  Read-only passthrough
+ * opens are answered FOPEN_NOFLUSH (passthrough_open); a classic open
+ * on this path gets 0 (ENOSYS would stop FLUSH for every open).
  */
 static void vfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino; (void)fi;
-	fuse_reply_err(req, ENOSYS);
+	const struct ofile *of = (const struct ofile *)(uintptr_t)fi->fh;
+
+	if (!fs_of(req)->passthrough) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (of->passthrough && (of->flags & O_ACCMODE) != O_RDONLY)
+		(void)fuse_lowlevel_notify_inval_inode(nt_of(req)->se, ino, -1, 0);
+	fuse_reply_err(req, 0);
 }
 
 static void vfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

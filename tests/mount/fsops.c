@@ -2543,6 +2543,41 @@ START_TEST(pwrite_is_seen_through_existing_mapping)
 }
 END_TEST
 
+/*
+ * tmpfs: a store through a shared mapping moves mtime and ctime (the write fault stamps the
+ * file, fault_dirty_shared_page).  What every path shows is the stamp once the writer has
+ * unmapped and closed, right away, whoever looked at the file before the store: what a
+ * program that stats after another's mapped write sees (xfstests generic/215).
+ */
+START_TEST(mapped_store_moves_mtime_and_ctime_by_close)
+{
+	struct timespec c0, before;
+	struct stat st;
+	uint8_t *map;
+	int fd;
+
+	make_file("f", "", 0);
+	fd = CHECK(open("f", O_RDWR));
+	CHECK(ftruncate(fd, 2 * PAGE));
+	CHECK(close(fd));
+	set_past_times("f");
+	fd = CHECK(open("f", O_RDWR));
+	map = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	nap();
+	c0 = xstat("f").st_ctim; /* the times as they stand before the store */
+	ck_assert_int_eq(ts_cmp(xstat("f").st_mtim, past_mtime), 0);
+	before = now();
+	map[PAGE + 1] = 'x';
+	CHECK(munmap(map, 2 * PAGE));
+	CHECK(close(fd));
+	st = xstat("f");
+	assert_recent(st.st_mtim, before, "mtime");
+	ck_assert_msg(ts_cmp(st.st_ctim, c0) > 0, "ctime %lld.%09ld did not move",
+		      (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+}
+END_TEST
+
 START_TEST(mmap_data_persists_after_munmap_and_close)
 {
 	const size_t len = 4 * PAGE;
@@ -2846,6 +2881,7 @@ static Suite *fsops_suite(bool root)
 	tcase_add_test(tc, mmap_shared_write_is_seen_by_pread_on_other_fd);
 	tcase_add_test(tc, pwrite_is_seen_through_existing_mapping);
 	tcase_add_test(tc, mmap_data_persists_after_munmap_and_close);
+	tcase_add_test(tc, mapped_store_moves_mtime_and_ctime_by_close);
 
 	tc = tcase(s, "names");
 	tcase_add_test(tc, name_of_255_bytes_works);

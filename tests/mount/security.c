@@ -977,6 +977,93 @@ START_TEST(chown_by_owner_clears_setuid_and_setgid)
 }
 END_TEST
 
+/*
+ * What a successful chown leaves of the set-id bits, as the VFS has it (fs/open.c
+ * chown_common, fs/attr.c setattr_should_drop_sgid and notify_change): a directory keeps
+ * both; a non-directory loses S_ISUID, and S_ISGID when the group may execute (S_ISGID
+ * without group execute marks mandatory locking and stays for a caller in the file's group
+ * or privileged).  Whoever asks, root included, and even for chown(-1, -1).
+ */
+static mode_t mode_after_chown(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return mode;
+	mode &= ~(mode_t)S_ISUID;
+	if (mode & S_IXGRP)
+		mode &= ~(mode_t)S_ISGID;
+	return mode;
+}
+
+/*
+ * tmpfs: chown by root and by the owner (to ids it may give), of directories and regular
+ * files with each combination of set-id bits, the ids changed or both -1: the bits follow
+ * mode_after_chown and the ctime moves.  Every case is tried, and every mismatch reported.
+ */
+START_TEST(chown_keeps_or_clears_setid_as_the_vfs)
+{
+	static const mode_t modes[] = { 04755, 02755, 06755, 02745, 06745, 04745 };
+	static const struct {
+		uid_t by;
+		long long uid, gid;
+	} calls[] = {
+		{ 0, OTHER, OTHER },
+		{ 0, 0, -1 },
+		{ 0, -1, -1 },
+		{ NOBODY, NOBODY, NOBODY },
+		{ NOBODY, -1, NOBODY },
+		{ NOBODY, -1, -1 },
+	};
+	char bad[4096] = "";
+	size_t len = 0;
+	int n = 0;
+
+	for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
+		for (int dir = 0; dir < 2; dir++) {
+			for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+				const mode_t type = dir ? S_IFDIR : S_IFREG;
+				struct timespec nap = { 0, 20 * 1000 * 1000 };
+				struct stat before, after;
+				char name[32];
+				mode_t want;
+
+				snprintf(name, sizeof(name), "n%d", n++);
+				if (dir)
+					CHECK(mkdir(name, 0700));
+				else
+					make_file(name, "", 0600);
+				CHECK(chown(name, NOBODY, NOBODY));
+				CHECK(chmod(name, modes[m]));
+				CHECK(stat(name, &before));
+				ck_assert_uint_eq(before.st_mode, type | modes[m]);
+				nanosleep(&nap, NULL); /* past tmpfs's coarse clock */
+				if (calls[c].by == 0)
+					CHECK(chown(name, (uid_t)calls[c].uid, (gid_t)calls[c].gid));
+				else
+					EXPECT_AS(calls[c].by, 0, NULL, .kind = OP_CHOWN, .a = name,
+						  .n1 = calls[c].uid, .n2 = calls[c].gid);
+				CHECK(stat(name, &after));
+				want = mode_after_chown(type | modes[m]);
+				if (after.st_mode == want &&
+				    (after.st_ctim.tv_sec != before.st_ctim.tv_sec ||
+				     after.st_ctim.tv_nsec != before.st_ctim.tv_nsec))
+					continue;
+				if (len < sizeof(bad))
+					len += (size_t)snprintf(bad + len, sizeof(bad) - len,
+						"\n  %s %04o, chown(%lld, %lld) by uid %u: %04o, want "
+						"%04o%s", dir ? "dir" : "file", (unsigned)modes[m],
+						calls[c].uid, calls[c].gid, (unsigned)calls[c].by,
+						(unsigned)(after.st_mode & 07777),
+						(unsigned)(want & 07777),
+						after.st_ctim.tv_sec == before.st_ctim.tv_sec &&
+						after.st_ctim.tv_nsec == before.st_ctim.tv_nsec ?
+						"; ctime unchanged" : "");
+			}
+		}
+	}
+	ck_assert_msg(len == 0, "chown:%s", bad);
+}
+END_TEST
+
 /* tmpfs: a user cannot chown a file it does not own, nor give its own away; it cannot
  * chmod another user's file.  EPERM from the kernel in each case. */
 START_TEST(other_user_cannot_chown_or_chmod_eperm)
@@ -1687,6 +1774,7 @@ static Suite *security_suite(void)
 	tcase_add_test(tc, write_through_open_made_before_chmod_clears_setuid);
 	tcase_add_test(tc, chown_by_root_clears_setuid_and_setgid);
 	tcase_add_test(tc, chown_by_owner_clears_setuid_and_setgid);
+	tcase_add_test(tc, chown_keeps_or_clears_setid_as_the_vfs);
 	tcase_add_test(tc, other_user_cannot_chown_or_chmod_eperm);
 	tcase_add_test(tc, chmod_by_owner_outside_group_drops_setgid);
 
