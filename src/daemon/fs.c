@@ -239,7 +239,7 @@ void fs_destroy(struct fs *fs)
 {
 	struct page_batch b = { .arena = &fs->arena };
 
-	for (struct inode *n = fs->itable.head.next; n != &fs->itable.head; n = n->next) {
+	for (struct inode *n = itable_first(&fs->itable); n; n = itable_next(&fs->itable, n)) {
 		if (!S_ISREG(n->mode))
 			continue;
 		for (struct ofile *of = n->open_files; of; of = of->next)

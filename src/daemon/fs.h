@@ -219,6 +219,15 @@ void fs_destroy(struct fs *fs);
 
 int fs_lookup(struct fs *fs, struct inode *dir, const char *name, struct inode **out,
 	      struct stat *st);
+/*
+ * The lookup of "." or ".." that the kernel sends with the node id of a
+ * file handle (open_by_handle_at) once it has forgotten the node: id may
+ * name no live node, and is checked before it is used.  Like fs_lookup:
+ * *out takes a lookup reference.  -ESTALE for an id of no live node or
+ * of one without a name; -ENOTDIR for ".." of a non-directory.
+ */
+int fs_lookup_id(struct fs *fs, uintptr_t id, const char *name, struct inode **out,
+		 struct stat *st);
 void fs_forget(struct fs *fs, struct inode *n, uint64_t nlookup);
 void fs_getattr(struct fs *fs, struct inode *n, struct stat *st);
 /*

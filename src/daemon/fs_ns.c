@@ -36,6 +36,39 @@ out_unlock:
 	return ret;
 }
 
+int fs_lookup_id(struct fs *fs, uintptr_t id, const char *name, struct inode **out,
+		 struct stat *st)
+{
+	struct inode *n = (struct inode *)id;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&fs->ns_lock);
+	if (!itable_holds(&fs->itable, id)) {
+		ret = -ESTALE;
+		goto out_unlock;
+	}
+	if (strcmp(name, "..") == 0) {
+		if (!S_ISDIR(n->mode)) {
+			ret = -ENOTDIR;
+			goto out_unlock;
+		}
+		n = n->dir.parent;
+	}
+	/* Not reachable by any name: a file whose last name went (the
+	 * kernel would hold it were it still open), or one a purge is
+	 * unlinking (DESIGN 8). */
+	if (n != fs->root && (n->nlink == 0 || name_purged(n))) {
+		ret = -ESTALE;
+		goto out_unlock;
+	}
+	atomic_fetch_add(&n->nlookup, 1);
+	*out = n;
+	stat_of(fs, n, st);
+out_unlock:
+	pthread_rwlock_unlock(&fs->ns_lock);
+	return ret;
+}
+
 void fs_forget(struct fs *fs, struct inode *n, uint64_t count)
 {
 	uint64_t cur = atomic_load(&n->nlookup);

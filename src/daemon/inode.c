@@ -8,10 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int cmp_addr(struct inode *a, struct inode *b)
+{
+	return ((uintptr_t)a > (uintptr_t)b) - ((uintptr_t)a < (uintptr_t)b);
+}
+
+/* tree.h marks its generated functions __unused, which libbsd's cdefs.h
+ * leaves undefined (the name clashes with struct members in system headers). */
+#ifndef __unused
+#define __unused __attribute__((__unused__))
+#endif
+RB_GENERATE_STATIC(inode_addrs, inode, by_addr, cmp_addr)
+
 int itable_init(struct itable *t)
 {
 	memset(t, 0, sizeof(*t));
-	t->head.next = t->head.prev = &t->head;
+	RB_INIT(&t->addrs);
 	t->next_ino = 1; /* the root gets st_ino 1, as FUSE_ROOT_ID */
 	return -pthread_mutex_init(&t->lock, NULL);
 }
@@ -44,10 +56,7 @@ struct inode *inode_new(struct itable *t, mode_t mode, uid_t uid, gid_t gid, dev
 
 	pthread_mutex_lock(&t->lock);
 	n->ino = t->next_ino++;
-	n->next = &t->head;
-	n->prev = t->head.prev;
-	t->head.prev->next = n;
-	t->head.prev = n;
+	RB_INSERT(inode_addrs, &t->addrs, n);
 	t->count++;
 	pthread_mutex_unlock(&t->lock);
 	return n;
@@ -88,8 +97,7 @@ void inode_free(struct itable *t, struct inode *n, void (*release)(void *page, v
 		void *ctx)
 {
 	pthread_mutex_lock(&t->lock);
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
+	RB_REMOVE(inode_addrs, &t->addrs, n);
 	t->count--;
 	pthread_mutex_unlock(&t->lock);
 	inode_release_contents(n, release, ctx);
@@ -97,15 +105,36 @@ void inode_free(struct itable *t, struct inode *n, void (*release)(void *page, v
 
 void itable_destroy(struct itable *t, void (*release)(void *page, void *ctx), void *ctx)
 {
-	while (t->head.next != &t->head) {
-		struct inode *n = t->head.next;
+	struct inode *n;
 
-		n->prev->next = n->next;
-		n->next->prev = n->prev;
+	while ((n = RB_MIN(inode_addrs, &t->addrs)) != NULL) {
+		RB_REMOVE(inode_addrs, &t->addrs, n);
 		t->count--;
 		inode_release_contents(n, release, ctx);
 	}
 	pthread_mutex_destroy(&t->lock);
+}
+
+bool itable_holds(struct itable *t, uintptr_t id)
+{
+	bool found;
+
+	/* The tree compares addresses only: the key is never read. */
+	pthread_mutex_lock(&t->lock);
+	found = RB_FIND(inode_addrs, &t->addrs, (struct inode *)id) != NULL;
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+struct inode *itable_first(struct itable *t)
+{
+	return RB_MIN(inode_addrs, &t->addrs);
+}
+
+struct inode *itable_next(struct itable *t, struct inode *n)
+{
+	(void)t;
+	return RB_NEXT(inode_addrs, &t->addrs, n);
 }
 
 uint64_t itable_count(struct itable *t)

@@ -3,8 +3,10 @@
  *
  * A node is a file, directory, symlink, FIFO or socket.  The FUSE node
  * id of a node is its address (the root is FUSE_ROOT_ID, mapped by the
- * glue), so finding a node costs nothing; the table is the list of all
- * live nodes, kept for statistics and for freeing everything at unmount.
+ * glue), so finding a node the kernel holds costs nothing.  The table is
+ * the set of all live nodes, a tree by address: it answers whether an id
+ * the kernel may no longer hold (a file handle's: itable_holds) is a live
+ * node, and it is walked for freeing everything at unmount.
  *
  * Lifetime: a node lives while it has a name (nlink > 0) or the kernel
  * holds references to it (nlookup > 0: one per successful lookup,
@@ -19,8 +21,8 @@
  *                           dir.parent, and the decision to free a node.
  *   inode->lock (rwlock)    the node's attributes, size, data (pagemap),
  *                           symlink target and xattrs.
- *   itable->lock (mutex)    the list of all nodes and the counters; the
- *                           list changes only with ns_lock also held for
+ *   itable->lock (mutex)    the tree of all nodes and the counters; the
+ *                           tree changes only with ns_lock also held for
  *                           writing, so ns_lock held for reading is
  *                           enough to walk it.
  *   arena->lock (mutex)     leaf.
@@ -33,8 +35,10 @@
 #ifndef VOLATILEFS_INODE_H
 #define VOLATILEFS_INODE_H
 
+#include <bsd/sys/tree.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
@@ -80,7 +84,7 @@ struct inode {
 	 * security.capability before every write is answered at once. */
 	_Atomic unsigned xattr_ns;
 	struct xattrs *xattrs;        /* NULL when none (xattr.h); under lock */
-	struct inode *prev, *next;    /* in the table; under itable->lock */
+	RB_ENTRY(inode) by_addr;      /* in the table; under itable->lock */
 	union {
 		struct {                  /* regular file; all under lock */
 			struct pagemap pages;
@@ -133,9 +137,11 @@ struct inode {
 	};
 };
 
+RB_HEAD(inode_addrs, inode);
+
 struct itable {
 	pthread_mutex_t lock;
-	struct inode head;  /* list sentinel */
+	struct inode_addrs addrs; /* every live node, by address */
 	uint64_t next_ino;  /* under lock */
 	uint64_t count;     /* under lock */
 };
@@ -156,6 +162,15 @@ void inode_free(struct itable *t, struct inode *n, void (*release)(void *page, v
 /* Free every node (unmount). */
 void itable_destroy(struct itable *t, void (*release)(void *page, void *ctx), void *ctx);
 uint64_t itable_count(struct itable *t);
+/*
+ * Is id the address of a live node?  For ids the kernel may have
+ * forgotten (a file handle's); the node stays live only while the
+ * caller holds fs->ns_lock (inode_free's rule).
+ */
+bool itable_holds(struct itable *t, uintptr_t id);
+/* The walk of every node in address order: caller holds ns_lock or is alone. */
+struct inode *itable_first(struct itable *t);
+struct inode *itable_next(struct itable *t, struct inode *n);
 
 /* Fill st from n.  Caller holds n->lock (read is enough). */
 void inode_stat_locked(const struct inode *n, struct stat *st);

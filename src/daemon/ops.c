@@ -162,6 +162,9 @@ static void vfs_init(void *userdata, struct fuse_conn_info *conn)
 				  FUSE_CAP_HANDLE_KILLPRIV);
 	if (conn->capable & FUSE_CAP_EXPLICIT_INVAL_DATA)
 		conn->want |= FUSE_CAP_EXPLICIT_INVAL_DATA;
+	/* File handles outlive the kernel's inode cache (vfs_lookup). */
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	conn->time_gran = 1;
 	/* The kernel offers passthrough (fuseio.c adds it to this INIT's
 	 * reply): file data goes to shared memory from the first file on. */
@@ -219,7 +222,16 @@ static void vfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fs_of(req);
 	struct inode *n = NULL;
 	struct stat st;
-	int ret = fs_lookup(fs, node_of(req, parent), name, &n, &st);
+	int ret;
+
+	/* Path walks never send "." or "..": these come with the node id of
+	 * a file handle the kernel no longer holds (FUSE_CAP_EXPORT_SUPPORT). */
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		ret = fs_lookup_id(fs, (uintptr_t)node_of(req, parent), name, &n, &st);
+		reply_entry_or_err(req, ret, n, &st);
+		return;
+	}
+	ret = fs_lookup(fs, node_of(req, parent), name, &n, &st);
 
 	if (ret == -ENOENT) {
 		/* A negative entry: the name cannot appear behind the kernel's back. */

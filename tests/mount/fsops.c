@@ -1871,6 +1871,84 @@ START_TEST(readdir_while_renaming_each_entry_ends_and_returns_each_once)
 }
 END_TEST
 
+/* A handle of path, as name_to_handle_at gives it (malloc'd). */
+static struct file_handle *handle_of(const char *path)
+{
+	struct file_handle *h = xmalloc(sizeof(*h) + MAX_HANDLE_SZ);
+	int mount_id;
+
+	h->handle_bytes = MAX_HANDLE_SZ;
+	CHECK(name_to_handle_at(AT_FDCWD, path, h, &mount_id, 0));
+	return h;
+}
+
+/* Has the kernel drop the dentries and inodes it holds unused (root only). */
+static void drop_inode_cache(void)
+{
+	int fd = CHECK(open("/proc/sys/vm/drop_caches", O_WRONLY));
+
+	sync();
+	ck_assert_int_eq(write(fd, "2", 1), 1);
+	CHECK(close(fd));
+}
+
+/*
+ * open_by_handle_at works for a live file and directory after the kernel dropped its
+ * inode cache (the kernel then asks the daemon for the node of the handle), and fails with
+ * ESTALE for a file whose last name went, as on tmpfs (xfstests generic/467, generic/756).
+ */
+START_TEST(open_by_handle_outlives_the_inode_cache)
+{
+	struct file_handle *hf, *hd, *hgone;
+	char buf[16] = { 0 };
+	int mfd, fd;
+
+	CHECK(mkdir("hd", 0755));
+	make_file("hd/f", "handled", 7);
+	make_file("gone", "x", 1);
+	hf = handle_of("hd/f");
+	hd = handle_of("hd");
+	hgone = handle_of("gone");
+	CHECK(unlink("gone"));
+	mfd = CHECK(open(".", O_RDONLY | O_DIRECTORY));
+	drop_inode_cache();
+	fd = open_by_handle_at(mfd, hf, O_RDONLY);
+	ck_assert_msg(fd >= 0, "open_by_handle_at(file) after the cache was dropped: %s",
+		      errname(errno));
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 7);
+	ck_assert_str_eq(buf, "handled");
+	CHECK(close(fd));
+	drop_inode_cache();
+	fd = open_by_handle_at(mfd, hd, O_RDONLY | O_DIRECTORY);
+	ck_assert_msg(fd >= 0, "open_by_handle_at(directory) after the cache was dropped: %s",
+		      errname(errno));
+	CHECK(faccessat(fd, "f", R_OK, 0));
+	CHECK(close(fd));
+	ck_assert_int_eq(open_by_handle_at(mfd, hgone, O_RDONLY), -1);
+	ck_assert_msg(errno == ESTALE, "open_by_handle_at(unlinked file): %s, want ESTALE",
+		      errname(errno));
+	/* A forged handle: FUSE's holds the node id in its first two 32-bit words.  An id
+	 * that names no node is refused, and the daemon lives on. */
+	if (hf->handle_bytes >= 12) {
+		uint32_t w[3];
+
+		memcpy(w, hf->f_handle, sizeof(w));
+		w[0] ^= 0x5a5a5a5a;
+		w[1] ^= 0x00100008;
+		memcpy(hf->f_handle, w, sizeof(w));
+		drop_inode_cache();
+		ck_assert_int_eq(open_by_handle_at(mfd, hf, O_RDONLY), -1);
+		ck_assert_msg(errno == ESTALE, "open_by_handle_at(forged handle): %s, want ESTALE",
+			      errname(errno));
+		CHECK(faccessat(mfd, "hd/f", R_OK, 0));
+	}
+	CHECK(close(mfd));
+	free(hf);
+	free(hd);
+	free(hgone);
+}
+END_TEST
+
 START_TEST(seekdir_returns_to_telldir_position)
 {
 	enum { N = 100 };
@@ -2774,6 +2852,7 @@ static Suite *fsops_suite(bool root)
 		tcase_add_test(tc, sticky_directory_user_can_unlink_and_rename_own_file);
 		tcase_add_test(tc, write_by_other_user_clears_setuid);
 		tcase_add_test(tc, write_by_other_user_clears_setgid_with_group_exec);
+		tcase_add_test(tc, open_by_handle_outlives_the_inode_cache);
 	}
 
 	tc = tcase(s, "special");
