@@ -282,8 +282,14 @@ int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *ne
 int fs_unlink(struct fs *fs, struct inode *dir, const char *name);
 int fs_rmdir(struct fs *fs, struct inode *dir, const char *name);
 /* flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE. */
+/*
+ * flags: RENAME_NOREPLACE, RENAME_EXCHANGE or RENAME_WHITEOUT (the old
+ * name then names a new character device 0:0 of cred's, in the same
+ * step; cred is used for nothing else and may be NULL without it).
+ */
 int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
-	      struct inode *newdir, const char *newname, unsigned flags);
+	      struct inode *newdir, const char *newname, unsigned flags,
+	      const struct fs_cred *cred);
 /* The target of a symlink (immutable while the node lives), or NULL. */
 const char *fs_readlink(struct fs *fs, struct inode *n);
 

@@ -347,11 +347,44 @@ static int rename_exchange(struct fs *fs, struct inode *olddir, struct dirent_no
 	return 0;
 }
 
+/*
+ * A whiteout for a rename into olddir (RENAME_WHITEOUT, what overlayfs
+ * asks of its upper directory): a character device 0:0 of mode 0, owned
+ * as a new node of cred's.  Not yet named.  NULL when out of memory.
+ * ns_lock held for writing.
+ */
+static struct inode *whiteout_new(struct fs *fs, struct inode *olddir, const struct fs_cred *cred)
+{
+	return inode_new(&fs->itable, S_IFCHR, cred->uid,
+			 olddir->mode & S_ISGID ? olddir->gid : cred->gid, 0);
+}
+
+/*
+ * The old name's entry once its file moved on: given to the whiteout
+ * (*wo, then NULL) if there is one; else, for a rename within the
+ * directory, the moved entry takes its place in the listing
+ * (dir_replace); else removed.
+ */
+static void leave_old_entry(struct inode *olddir, struct dirent_node *oe,
+			    struct dirent_node *moved, struct inode **wo)
+{
+	if (*wo) {
+		dir_retarget(oe, *wo);
+		(*wo)->nlink = 1;
+		*wo = NULL;
+	} else if (moved) {
+		dir_replace(&olddir->dir.entries, oe, moved);
+	} else {
+		dir_remove(&olddir->dir.entries, oe);
+	}
+}
+
 int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
-	      struct inode *newdir, const char *newname, unsigned flags)
+	      struct inode *newdir, const char *newname, unsigned flags,
+	      const struct fs_cred *cred)
 {
 	struct dirent_node *oe, *ne;
-	struct inode *src, *dst;
+	struct inode *src, *dst, *wo = NULL;
 	bool grows;
 	int ret;
 
@@ -360,19 +393,27 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 		ret = check_name(newname);
 	if (ret)
 		return ret;
-	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT))
 		return -EINVAL;
-	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+	if ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)))
+		return -EINVAL;
+	if ((flags & RENAME_WHITEOUT) && !cred)
 		return -EINVAL;
 	if (!S_ISDIR(olddir->mode) || !S_ISDIR(newdir->mode))
 		return -ENOTDIR;
 	/* A longer name costs more than the entry it replaces: room first,
 	 * purging if need be, as for a new entry. */
-	grows = strlen(newname) > strlen(oldname);
+	grows = strlen(newname) > strlen(oldname) || (flags & RENAME_WHITEOUT);
 	if (grows && (ret = room_for_metadata(fs)) != 0)
 		return ret;
 
 	pthread_rwlock_wrlock(&fs->ns_lock);
+	/* The whiteout takes the old name's entry once the file has left
+	 * it, so nothing is allocated after the rename has begun. */
+	if ((flags & RENAME_WHITEOUT) && !(wo = whiteout_new(fs, olddir, cred))) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
 	oe = dir_find(&olddir->dir.entries, oldname);
 	if (!oe) {
 		ret = -ENOENT;
@@ -413,7 +454,7 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 			dst->link1 = NULL;
 		dir_retarget(ne, src);
 		name_moved(src, oe, ne, newdir);
-		dir_remove(&olddir->dir.entries, oe);
+		leave_old_entry(olddir, oe, NULL, &wo);
 		if (S_ISDIR(src->mode))
 			reparent(src, olddir, newdir);
 		drop_name(fs, newdir, dst);
@@ -433,10 +474,7 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 		if (ret)
 			goto out_unlock;
 		name_moved(src, oe, moved, newdir);
-		if (newdir == olddir)
-			dir_replace(&olddir->dir.entries, oe, moved);
-		else
-			dir_remove(&olddir->dir.entries, oe);
+		leave_old_entry(olddir, oe, newdir == olddir ? moved : NULL, &wo);
 		if (S_ISDIR(src->mode))
 			reparent(src, olddir, newdir);
 	}
@@ -445,6 +483,8 @@ int fs_rename(struct fs *fs, struct inode *olddir, const char *oldname,
 	if (newdir != olddir)
 		dir_changed(newdir);
 out_unlock:
+	if (wo)
+		node_free(fs, wo); /* the rename did not happen */
 	pthread_rwlock_unlock(&fs->ns_lock);
 	if (grows)
 		fs_room_end(fs);

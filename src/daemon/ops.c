@@ -447,8 +447,11 @@ static void vfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void vfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fs_cred cred = { .uid = ctx->uid, .gid = ctx->gid };
+
 	fuse_reply_err(req, -fs_rename(fs_of(req), node_of(req, parent), name,
-				       node_of(req, newparent), newname, flags));
+				       node_of(req, newparent), newname, flags, &cred));
 }
 
 static void vfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)

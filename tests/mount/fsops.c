@@ -1949,6 +1949,30 @@ START_TEST(open_by_handle_outlives_the_inode_cache)
 }
 END_TEST
 
+/*
+ * renameat2 with RENAME_WHITEOUT (what overlayfs needs of an upper directory; root only,
+ * for CAP_MKNOD): the file moves and its old name names a character device 0:0, as on tmpfs.
+ */
+START_TEST(rename_whiteout_leaves_a_whiteout_at_the_old_name)
+{
+	struct stat st;
+
+	make_file("wa", "whiteout", 8);
+	CHECK(renameat2(AT_FDCWD, "wa", AT_FDCWD, "wb", RENAME_WHITEOUT));
+	CHECK(lstat("wa", &st));
+	ck_assert_msg(S_ISCHR(st.st_mode) && st.st_rdev == 0,
+		      "the old name: mode 0%o rdev %lu, want a character device 0:0",
+		      (unsigned)st.st_mode, (unsigned long)st.st_rdev);
+	assert_contents("wb", "whiteout", 8);
+	make_file("wc", "x", 1);
+	ck_assert_int_eq(renameat2(AT_FDCWD, "wc", AT_FDCWD, "wb",
+				   RENAME_WHITEOUT | RENAME_NOREPLACE), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	CHECK(lstat("wc", &st));
+	ck_assert(S_ISREG(st.st_mode));
+}
+END_TEST
+
 START_TEST(seekdir_returns_to_telldir_position)
 {
 	enum { N = 100 };
@@ -2853,6 +2877,7 @@ static Suite *fsops_suite(bool root)
 		tcase_add_test(tc, write_by_other_user_clears_setuid);
 		tcase_add_test(tc, write_by_other_user_clears_setgid_with_group_exec);
 		tcase_add_test(tc, open_by_handle_outlives_the_inode_cache);
+		tcase_add_test(tc, rename_whiteout_leaves_a_whiteout_at_the_old_name);
 	}
 
 	tc = tcase(s, "special");

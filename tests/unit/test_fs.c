@@ -209,23 +209,55 @@ START_TEST(rename_moves_replaces_and_checks_types)
 	struct inode *m;
 	struct stat st;
 
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b", RENAME_NOREPLACE), -EEXIST);
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "d", 0), -EISDIR);
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "d", fs.root, "a", 0), -ENOTDIR);
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "d", d, "x", 0), -EINVAL);
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "nope", fs.root, "x", 0), -ENOENT);
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b", 0), 0);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b", RENAME_NOREPLACE, NULL), -EEXIST);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "d", 0, NULL), -EISDIR);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "d", fs.root, "a", 0, NULL), -ENOTDIR);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "d", d, "x", 0, NULL), -EINVAL);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "nope", fs.root, "x", 0, NULL), -ENOENT);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b", 0, NULL), 0);
 	ck_assert_int_eq(lookup(fs.root, "b", &m), 0);
 	ck_assert_ptr_eq(m, a);
 	fs_getattr(&fs, b, &st);
 	ck_assert_uint_eq(st.st_nlink, 0);
 	/* directory into another: link counts of both parents */
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "e", d, "e2", 0), 0);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "e", d, "e2", 0, NULL), 0);
 	fs_getattr(&fs, fs.root, &st);
 	ck_assert_uint_eq(st.st_nlink, 3);
 	fs_getattr(&fs, d, &st);
 	ck_assert_uint_eq(st.st_nlink, 3);
 	ck_assert_ptr_eq(e->dir.parent, d);
+}
+END_TEST
+
+START_TEST(rename_whiteout_leaves_a_character_device_0_0_at_the_old_name)
+{
+	struct inode *a = mk(fs.root, "a", S_IFREG | 0600), *m, *w;
+	struct stat st;
+
+	mk(fs.root, "b", S_IFREG | 0600);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b", RENAME_WHITEOUT, NULL), -EINVAL);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b",
+				   RENAME_WHITEOUT | RENAME_EXCHANGE, &cred), -EINVAL);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b",
+				   RENAME_WHITEOUT | RENAME_NOREPLACE, &cred), -EEXIST);
+	ck_assert_int_eq(lookup(fs.root, "a", &m), 0);
+	ck_assert_ptr_eq(m, a); /* a refused rename leaves no whiteout */
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "b", RENAME_WHITEOUT, &cred), 0);
+	ck_assert_int_eq(lookup(fs.root, "b", &m), 0);
+	ck_assert_ptr_eq(m, a);
+	ck_assert_int_eq(lookup(fs.root, "a", &w), 0);
+	fs_getattr(&fs, w, &st);
+	ck_assert_uint_eq(st.st_mode, S_IFCHR);
+	ck_assert_uint_eq(st.st_rdev, 0);
+	ck_assert_uint_eq(st.st_nlink, 1);
+	ck_assert_uint_eq(st.st_uid, cred.uid);
+	/* Into a name that is free, in another directory. */
+	mk(fs.root, "d", S_IFDIR | 0700);
+	ck_assert_int_eq(lookup(fs.root, "d", &m), 0);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "b", m, "c", RENAME_WHITEOUT, &cred), 0);
+	ck_assert_int_eq(lookup(fs.root, "b", &w), 0);
+	fs_getattr(&fs, w, &st);
+	ck_assert(S_ISCHR(st.st_mode));
 }
 END_TEST
 
@@ -235,8 +267,8 @@ START_TEST(rename_exchange_swaps_file_and_directory)
 	struct inode *sub = mk(d, "sub", S_IFDIR | 0700), *m;
 	struct stat st;
 
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "f", fs.root, "zz", RENAME_EXCHANGE), -ENOENT);
-	ck_assert_int_eq(fs_rename(&fs, d, "sub", fs.root, "f", RENAME_EXCHANGE), 0);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "f", fs.root, "zz", RENAME_EXCHANGE, NULL), -ENOENT);
+	ck_assert_int_eq(fs_rename(&fs, d, "sub", fs.root, "f", RENAME_EXCHANGE, NULL), 0);
 	ck_assert_int_eq(lookup(fs.root, "f", &m), 0);
 	ck_assert_ptr_eq(m, sub);
 	ck_assert_int_eq(lookup(d, "sub", &m), 0);
@@ -246,7 +278,7 @@ START_TEST(rename_exchange_swaps_file_and_directory)
 	ck_assert_uint_eq(st.st_nlink, 2);
 	fs_getattr(&fs, fs.root, &st);
 	ck_assert_uint_eq(st.st_nlink, 4);
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "d", d, "sub", RENAME_EXCHANGE), -EINVAL);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "d", d, "sub", RENAME_EXCHANGE, NULL), -EINVAL);
 }
 END_TEST
 
@@ -326,7 +358,7 @@ START_TEST(rename_within_a_directory_keeps_the_listing_place)
 	ck_assert_int_eq(c.n, 3);
 	ck_assert_str_eq(c.names[1], "a");
 	off_a = c.offs[1];
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "z", 0), 0);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "a", fs.root, "z", 0, NULL), 0);
 	/* A reader past "a" does not meet it again as "z"; one before it meets "z" there. */
 	list_from(fs.root, off_a, &c);
 	ck_assert_int_eq(c.n, 1);
@@ -336,7 +368,7 @@ START_TEST(rename_within_a_directory_keeps_the_listing_place)
 	ck_assert_str_eq(c.names[1], "z");
 	ck_assert_uint_eq(c.offs[1], off_a);
 	/* Into another directory: a new entry there, after those it had. */
-	ck_assert_int_eq(fs_rename(&fs, fs.root, "z", d, "y", 0), 0);
+	ck_assert_int_eq(fs_rename(&fs, fs.root, "z", d, "y", 0, NULL), 0);
 	list_from(d, 2, &c);
 	ck_assert_int_eq(c.n, 2);
 	ck_assert_str_eq(c.names[0], "x");
@@ -556,6 +588,7 @@ int main(void)
 	tcase_add_test(tc, rename_exchange_swaps_file_and_directory);
 	tcase_add_test(tc, readdir_resumes_without_duplicates_across_removals);
 	tcase_add_test(tc, rename_within_a_directory_keeps_the_listing_place);
+	tcase_add_test(tc, rename_whiteout_leaves_a_character_device_0_0_at_the_old_name);
 	tcase_add_test(tc, readdirplus_takes_references_only_for_taken_entries);
 	tcase_add_test(tc, xattrs_store_namespaces_like_tmpfs);
 	tcase_add_test(tc, xattrs_store_refuses_volatile_names);
