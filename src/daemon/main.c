@@ -31,6 +31,7 @@
 #include "opts.h"
 #include "ops.h"
 #include "pressure.h"
+#include "remount.h"
 
 static void usage(const char *prog)
 {
@@ -101,45 +102,12 @@ static bool asked_default_permissions(int argc, char *argv[])
 	return false;
 }
 
-/*
- * The FUSE connection number of our mount (its device minor), from
- * /proc/self/mountinfo, or -1.  Read without touching the mount.
- */
+/* The FUSE connection number of our mount (its device minor), or -1. */
 static int fuse_connection(const char *mountpoint)
 {
-	char line[4096], mp[4096], path[PATH_MAX];
-	unsigned major, minor;
-	int conn = -1;
-	FILE *f;
+	struct mount_entry me;
 
-	if (!realpath(mountpoint, path))
-		return -1;
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char *dash = strstr(line, " - ");
-		size_t j = 0;
-
-		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &major, &minor, mp) != 3 || !dash ||
-		    strncmp(dash + 3, "fuse", 4) != 0)
-			continue;
-		/* mountinfo escapes space, tab, newline and backslash as \ooo */
-		for (size_t i = 0; mp[i]; i++, j++) {
-			if (mp[i] == '\\' && mp[i + 1] && mp[i + 2] && mp[i + 3]) {
-				mp[j] = (char)((mp[i + 1] - '0') * 64 + (mp[i + 2] - '0') * 8 +
-					       (mp[i + 3] - '0'));
-				i += 3;
-			} else {
-				mp[j] = mp[i];
-			}
-		}
-		mp[j] = '\0';
-		if (strcmp(mp, path) == 0)
-			conn = (int)minor; /* the last one mounted there is ours */
-	}
-	fclose(f);
-	return conn;
+	return mount_entry_find(mountpoint, &me) == 0 ? (int)me.minor : -1;
 }
 
 /* Abort our FUSE connection (as `echo 1 > .../abort`): pending requests fail. */
@@ -321,6 +289,14 @@ int main(int argc, char *argv[])
 	}
 	if (!copts.mountpoint) {
 		fprintf(stderr, "volatilefs: no mountpoint given (try --help)\n");
+		goto out_opts;
+	}
+	/* mount -o remount (mount(8) runs us again through mount.fuse3):
+	 * change the live mount and exit. */
+	if (remount_asked(argc, argv)) {
+		ret = remount_run(copts.mountpoint, &o, &args, err, sizeof(err)) == 0 ? 0 : 1;
+		if (ret)
+			fprintf(stderr, "volatilefs: %s\n", err);
 		goto out_opts;
 	}
 	/*

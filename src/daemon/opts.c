@@ -121,6 +121,26 @@ static int keep_other(void *data, const char *arg, int key, struct fuse_args *ou
 	return 1;
 }
 
+/* The first of the options given that a live mount cannot change (remount.h). */
+static const char *first_fixed(const struct raw_opts *r)
+{
+	const struct {
+		const char *name;
+		const char *value;
+	} fixed[] = {
+		{ "memory_low", r->memory_low }, { "mode", r->mode }, { "uid", r->uid },
+		{ "gid", r->gid }, { "purged_read", r->purged_read },
+		{ "write_policy", r->write_policy }, { "auto", r->auto_ },
+		{ "pressure", r->pressure }, { "pressure_headroom", r->pressure_headroom },
+		{ "passthrough", r->passthrough }, { "auto_unmount", r->auto_unmount },
+	};
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (fixed[i].value)
+			return fixed[i].name;
+	return NULL;
+}
+
 static int size_opt(const char *name, const char *val, uint64_t *out, char *err, size_t n)
 {
 	int ret = opts_parse_size(val, out);
@@ -260,6 +280,8 @@ int opts_parse(struct fuse_args *args, struct opts *o, char *err, size_t errlen)
 			 raw.memory_limit);
 		ret = -EINVAL;
 	}
+	if (!ret)
+		o->fixed_given = first_fixed(&raw);
 out:
 	free(raw.memory_limit);
 	free(raw.memory_low);

@@ -36,6 +36,9 @@ struct opts {
 	uint64_t pressure_headroom; /* 0: not given */
 	int passthrough;       /* OPTS_PT_*: passthrough=auto (default), on, off */
 	bool passthrough_set;  /* given */
+	/* The name of the first option given that only a new mount can
+	 * change (all of ours but memory_limit), or NULL: remount.h. */
+	const char *fixed_given;
 };
 
 /* auto is the default (opts_parse): see volatilefs(8), PASSTHROUGH. */

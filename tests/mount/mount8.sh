@@ -14,6 +14,9 @@
 # - mount.fuse3 run directly keeps the caller's PATH (a symlink to DAEMON
 #   in a temporary directory is found) and passes some fstab-only options
 #   (x-systemd.automount, comment=x) on to the daemon, which ignores them;
+# - `mount -o remount,...` changes memory_limit and the mount point's flags
+#   (ro, rw) of the live mount and refuses, naming it, an option only a new
+#   mount can change;
 # - `umount MNT` ends the daemon each time (it is gone within 10 s) and
 #   leaves nothing mounted.
 #
@@ -172,6 +175,30 @@ PATH=$tmp/bin:$PATH mount -t fuse.volatilefs volatilefs "$mnt" -o memory_limit=2
 	fail "mount -t fuse.volatilefs volatilefs $mnt -o memory_limit=256M failed"
 ok "mount -t fuse.volatilefs volatilefs MNT -o memory_limit=256M"
 mounted_checks "mount -t" 268435456
+
+# 2b. mount -o remount (tmpfs users change size= so): memory_limit and the
+# mount point's flags change on the live mount, with the files kept; what
+# only a new mount can change is refused with a message, and nothing changes.
+echo kept > "$mnt/kept"
+mount -o remount,memory_limit=128M "$mnt" || fail "mount -o remount,memory_limit=128M failed"
+got=$(getfattr --absolute-names --only-values -n user.volatile.memory_limit "$mnt")
+eq "remount: memory_limit" "$got" 134217728
+eq "remount: a file survives it" "$(cat "$mnt/kept")" kept
+mount -o remount,ro "$mnt" || fail "mount -o remount,ro failed"
+! touch "$mnt/new" 2> /dev/null || fail "a file was created after remount,ro"
+mount -o remount,rw "$mnt" || fail "mount -o remount,rw failed"
+touch "$mnt/new" || fail "no file can be created after remount,rw"
+ok "remount,ro makes the mount read-only, remount,rw writable again"
+for bad in passthrough=off allow_other; do
+	st=0
+	err=$(mount -o "remount,$bad,memory_limit=64M" "$mnt" 2>&1) || st=$?
+	[[ $st -ne 0 && $err == *"${bad%%=*}"*"mount again"* ]] ||
+		fail "remount,$bad: status $st, message '$err': want a failure naming it"
+	got=$(getfattr --absolute-names --only-values -n user.volatile.memory_limit "$mnt")
+	eq "remount,$bad refused: memory_limit unchanged" "$got" 134217728
+done
+ok "remount of an option only a new mount can change: refused, with the way that works"
+rm "$mnt/kept" "$mnt/new"
 unmount_checks "mount -t"
 
 # 3. An fstab line, with the options meant for mount(8) and systemd.

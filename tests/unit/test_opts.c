@@ -116,6 +116,26 @@ START_TEST(parse_takes_our_options_and_keeps_the_rest)
 }
 END_TEST
 
+/* A remount can change memory_limit only: the first other option of ours is named. */
+START_TEST(parse_names_the_first_option_only_a_new_mount_changes)
+{
+	struct fuse_args args;
+	struct opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse("remount,memory_limit=1G,allow_other", &o, err, &args), 0);
+	ck_assert_ptr_null(o.fixed_given);
+	fuse_opt_free_args(&args);
+	ck_assert_int_eq(parse("remount,memory_limit=1G,pressure=off,memory_low=1M", &o, err, &args),
+			 0);
+	ck_assert_str_eq(o.fixed_given, "memory_low");
+	fuse_opt_free_args(&args);
+	ck_assert_int_eq(parse("passthrough=off", &o, err, &args), 0);
+	ck_assert_str_eq(o.fixed_given, "passthrough");
+	fuse_opt_free_args(&args);
+}
+END_TEST
+
 /* auto_unmount=on|off is ours (main.c turns on libfuse's auto_unmount unless off). */
 START_TEST(parse_auto_unmount)
 {
@@ -208,6 +228,7 @@ int main(void)
 	tcase_add_test(tc, parse_drops_fstab_noise);
 	tcase_add_test(tc, parse_repeated_option_last_wins);
 	tcase_add_test(tc, parse_auto_unmount);
+	tcase_add_test(tc, parse_names_the_first_option_only_a_new_mount_changes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
