@@ -274,8 +274,18 @@ void fs_pt_walk(struct fs *fs, bool touch)
 		if ((!touch && !atomic_load(&n->pt_writers)) ||
 		    pthread_rwlock_trywrlock(&n->lock) != 0)
 			continue;
-		if (atomic_load(&n->pt_writers))
+		if (atomic_load(&n->pt_writers)) {
+			struct timespec was = n->mtime;
+
 			fs_sync_locked(fs, n);
+			/* A store through a mapping moves the backing file's
+			 * mtime and sends the kernel nothing: have it drop the
+			 * times it caches, so that stat shows the store while
+			 * the writer is still open. */
+			if ((was.tv_sec != n->mtime.tv_sec || was.tv_nsec != n->mtime.tv_nsec) &&
+			    fs->hooks.attrs)
+				fs->hooks.attrs(fs->hooks.ctx, n);
+		}
 		if (touch)
 			touch_file(fs, n);
 		pthread_rwlock_unlock(&n->lock);
