@@ -366,12 +366,10 @@ int main(int argc, char *argv[])
 		goto out_signals;
 	/* Our own /dev/fuse I/O asks for passthrough at INIT (fuseio.h), and
 	 * for parallel lookups and readdirs in one directory, which libfuse
-	 * 3.14 never asks for: 1.5-1.7x the lookups and listings of four
-	 * threads in one directory (bench/results/parallel-dirops.md); and
-	 * takes set-id clearing over from the kernel, which otherwise sends
-	 * a GETXATTR before every write(2) of a passthrough file
-	 * (bench/results/ptwrite.md).  A classic mount keeps libfuse's own
-	 * I/O (splice) and goes without. */
+	 * 3.14 never asks for; and takes set-id clearing over from the
+	 * kernel, which otherwise sends a GETXATTR before every write(2) of
+	 * a passthrough file.  A classic mount keeps libfuse's own I/O
+	 * (splice) and goes without. */
 	if (!why_classic &&
 	    fuseio_attach(se, FUSEIO_PASSTHROUGH | FUSEIO_PARALLEL_DIROPS |
 				  FUSEIO_HANDLE_KILLPRIV_V2) != 0) {

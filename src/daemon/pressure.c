@@ -52,49 +52,18 @@ uint64_t pressure_step(uint64_t need, bool event, uint64_t volatile_bytes)
 }
 
 /*
- * Shortage or churn: how it was chosen (a neighbour streaming a file through
- * the daemon's cgroup used to make it purge everything).
- *
- * Measured on the 2-core development machine (kernel 6.18, no swap, loaded
- * by other builds), in a v1 memory cgroup with memory.limit_in_bytes 1536M
- * (headroom 76.8 MiB, threshold 1459 MiB), the daemon inside it
- * (-o memory_limit=4G) with a 64 MiB ordinary file and volatile files of
- * 64 MiB written from outside; bench/pressuresignals.py sampled
- * memory.usage_in_bytes, memory.stat, /proc/pressure/memory, a PSI trigger
- * like ours and memory.pressure_level events every 10 ms:
- *   churn  512 MiB volatile, `cat` of a 4 GiB file on ext4, dropped from
- *          the page cache first.  The daemon before: all 512 MiB purged, 8
- *          steps.  usage was over the threshold in 45-48% of the samples
- *          (page cache up to 955 MiB) but usage less clean file pages at
- *          most 596-612 MiB (582 with a sparse 4 GiB file); 834-1171
- *          "low" events, no "medium" or "critical", no PSI trigger; PSI
- *          some over 1 s at most 6.3-11.8%, full 0.5-1.5%; anonymous memory
- *          grew at most 18 MiB/s.
- *   hog    1 GiB volatile, memhog 900, pressure=off: OOM kill.  No page
- *          cache, so usage less clean = usage: over the threshold from
- *          2.1 s until the kill at 6.6 s; 244 "critical" events (each also
- *          "low" and "medium"), the first at 2.6 s; PSI some over 1 s at
- *          most 0.7%, full 0.0%; anon growth up to 353 MiB/s.
- *   mixed  512 MiB volatile, the same `cat`, memhog 1000 started 0.5 s
- *          after it, pressure=off: memhog OOM-killed.  usage less clean
- *          over the threshold from 10.3 s, reaching the limit, as the cache
- *          (up to 833 MiB) went; 304 "critical" events, the first at
- *          10.6 s; PSI some over 1 s up to 21.2%.
- * PSI stall over a window does not tell them apart: churn stalled more
- * than the hog that was killed (with no swap anonymous memory cannot be
- * reclaimed, and the kernel goes from dropping cache to the OOM killer
- * with little stall).  The anon growth rate tells a hog from a stream but
- * not whether the memory is there.  Usage less clean page cache separates
- * all three with no threshold of its own (churn at most 612 MiB against
- * 1459; hog and mixed cross it before the kill).  With it (pressure=on):
- * churn purged nothing; mixed purged 2 steps (128 MiB), memhog completed,
- * in use at most 1458 MiB; hog purged 9 steps (576 MiB) and completed; no
- * OOM kill.  Dirty and writeback pages are not counted as droppable (the
- * kernel must write them first); mapped clean pages are (it drops them
- * too; none in these runs).  Events are judged by the same figure: one
- * purges a step only while the slack is under twice the headroom, a
- * margin before the need itself starts (the events of the hog and the
- * mixed runs came after the crossing).
+ * Shortage or churn.  What the cgroup holds in use is its usage less the
+ * clean page cache the kernel can drop (dirty and writeback pages are
+ * not droppable: the kernel must write them first).  That figure alone
+ * tells a neighbour streaming a file through the cgroup (page cache
+ * fills it, nothing needs our memory) from a program that needs memory
+ * the cgroup does not have (anonymous memory, which without swap only
+ * the OOM killer can take back): the first stays far under the limit,
+ * the second crosses it.  A PSI stall or a memory.pressure_level event
+ * cannot tell them apart (a stream stalls more than a hog that gets
+ * killed), so an event purges a step only while the slack is under twice
+ * the headroom.  The runs behind this rule:
+ * bench/results/pressure-signals.md.
  */
 uint64_t pressure_in_use(uint64_t usage, uint64_t clean)
 {

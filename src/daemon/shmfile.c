@@ -373,9 +373,7 @@ static void shm_set_times(struct fs *fs, struct inode *n)
  * Learn what the kernel did to n's backing file behind the daemon.  The
  * usual case (every stat, lookup and listing entry of a regular file
  * comes here) is one fstatat by name: the file is opened only when its
- * blocks differ from the map.  An open, an
- * fstat and a close for every entry made a listing of 2000 files take
- * 3.5x the classic path's time (bench.sh's dirops rows).
+ * blocks differ from the map, or it was written over purged bytes.
  */
 /* Pages of the backing file (of st, open as fd) that the map lacks: page_found. */
 static void find_pages(struct fs *fs, struct inode *n, int fd, const struct stat *st)
