@@ -9,7 +9,7 @@
 # so a new module has to be given its place.  Headers from elsewhere
 # (include/volatilefs.h) are not ours to place and are skipped.
 #
-# On the code before issue 20 (commit c6593e2) it fails with:
+# On commit c6593e2 it fails with:
 #   fs.c (fs) includes evict.h (volatile): up a layer
 #   fs.c (fs) includes vxattr.h (requests): up a layer
 #

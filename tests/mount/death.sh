@@ -1,5 +1,5 @@
 #!/bin/bash
-# death.sh DAEMON - what is left when the daemon dies (issue 38 item 7).
+# death.sh DAEMON - what is left when the daemon dies.
 #
 # The daemon is started by hand (with-mount.sh needs a daemon that lives) and
 # killed with SIGKILL while a holder process keeps a file of the mount open

@@ -1,5 +1,5 @@
 /*
- * exact.c - issue 38: the purged set is exact where users rely on it, and no read returns
+ * exact.c - the purged set is exact where users rely on it, and no read returns
  * discarded bytes after a report (DESIGN sections 4, 5, 6 and 11), on both data paths.
  *
  *	$ tests/mount/with-mount.sh build/src/daemon/volatilefs \

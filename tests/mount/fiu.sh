@@ -1,7 +1,7 @@
 #!/bin/bash
 # fiu.sh DAEMON - allocation failures injected into a running daemon with
 # libfiu (DESIGN section 9: "allocation failure anywhere yields an error for
-# that call and nothing else"; issue 10, item 3).
+# that call and nothing else").
 #
 # DAEMON must be built with -Dfiu=enabled (its own fault points
 # volatilefs/meta, volatilefs/arena, volatilefs/reserve, src/daemon/fault.h).

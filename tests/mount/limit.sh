@@ -1,6 +1,6 @@
 #!/bin/bash
 # limit.sh DAEMON - memory_limit bounds everything the daemon holds, and
-# hostile sizes cost nothing (DESIGN sections 3 and 9; issue 10).
+# hostile sizes cost nothing (DESIGN sections 3 and 9).
 #
 # Six cases, each on a mount of its own (with-mount.sh, run by this script
 # with the case's options); "the margin" is max(1% of the limit, 4 MiB), and

@@ -1,6 +1,5 @@
 #!/bin/bash
-# ptrefuse.sh DAEMON - write_policy=unmark needs the classic path (issue 38
-# item 4).
+# ptrefuse.sh DAEMON - write_policy=unmark needs the classic path.
 #
 # Stores through a mapping of a passthrough file reach its backing file
 # without a request, so the daemon cannot tell which pages were written and

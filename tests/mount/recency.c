@@ -1,5 +1,5 @@
 /*
- * recency.c - issue 11 item 3, DESIGN section 4: "reads that the kernel
+ * recency.c - DESIGN section 4: "reads that the kernel
  * serves from its page cache or through mmap count too: a unit that is
  * being read is not the coldest, however the read reaches it".
  *

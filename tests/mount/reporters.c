@@ -1,5 +1,5 @@
 /*
- * reporters.c - issue 11: a reported purge is never followed by a read of
+ * reporters.c - a reported purge is never followed by a read of
  * the discarded bytes, however long the kernel takes to drop its pages.
  *
  * The notifier is made slow on purpose: a 1.5 GiB file cached in the page

@@ -244,7 +244,7 @@ START_TEST(memory_low_follows_limit_unless_explicit)
 }
 END_TEST
 
-/* ---- memory accounting of writes and fallocate (issue 10) ---- */
+/* ---- memory accounting of writes and fallocate ---- */
 
 #define PG 4096ull
 

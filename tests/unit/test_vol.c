@@ -483,7 +483,7 @@ START_TEST(ioctl_range_checks)
 }
 END_TEST
 
-/* ---- the cap on units past the end of a file (issue 10) ---- */
+/* ---- the cap on units past the end of a file ---- */
 
 /* Mark one-page units at pages first, first + 2, ... (count of them) in one call. */
 static int mark_pages(struct inode *n, uint64_t first, size_t count)
