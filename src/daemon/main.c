@@ -85,23 +85,6 @@ static void drop_mount_source(int *argc, char *argv[])
 	argv[*argc] = NULL;
 }
 
-/* Did the command line ask for default_permissions in an -o list? */
-static bool asked_default_permissions(int argc, char *argv[])
-{
-	for (int i = 1; i < argc; i++) {
-		const char *o = NULL;
-
-		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-			o = argv[++i];
-		else if (strncmp(argv[i], "-o", 2) == 0)
-			o = argv[i] + 2;
-		for (const char *p = o; p && (p = strstr(p, "default_permissions")) != NULL; p++)
-			if ((p == o || p[-1] == ',') && (p[19] == '\0' || p[19] == ','))
-				return true;
-	}
-	return false;
-}
-
 /* The FUSE connection number of our mount (its device minor), or -1. */
 static int fuse_connection(const char *mountpoint)
 {
@@ -293,7 +276,7 @@ int main(int argc, char *argv[])
 	}
 	/* mount -o remount (mount(8) runs us again through mount.fuse3):
 	 * change the live mount and exit. */
-	if (remount_asked(argc, argv)) {
+	if (opts_asked(argc, argv, "remount")) {
 		ret = remount_run(copts.mountpoint, &o, &args, err, sizeof(err)) == 0 ? 0 : 1;
 		if (ret)
 			fprintf(stderr, "volatilefs: %s\n", err);
@@ -306,7 +289,7 @@ int main(int argc, char *argv[])
 	 * the daemon the options it mounted with, so insist on seeing it.
 	 */
 	if (strncmp(copts.mountpoint, "/dev/fd/", 8) == 0 &&
-	    !asked_default_permissions(argc, argv)) {
+	    !opts_asked(argc, argv, "default_permissions")) {
 		fprintf(stderr, "volatilefs: %s: the kernel mount was made by the caller and must "
 			"include default_permissions (add -o default_permissions); without it "
 			"every user could read every file\n", copts.mountpoint);

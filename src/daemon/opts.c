@@ -56,6 +56,36 @@ int opts_parse_passthrough(const char *s)
 	return -EINVAL;
 }
 
+bool opts_list_has(const char *list, const char *item, size_t len)
+{
+	for (const char *p = list; *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (n == len && strncmp(p, item, len) == 0)
+			return true;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return false;
+}
+
+bool opts_asked(int argc, char *argv[], const char *opt)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *o = NULL;
+
+		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+			o = argv[++i];
+		else if (strncmp(argv[i], "-o", 2) == 0)
+			o = argv[i] + 2;
+		if (o && opts_list_has(o, opt, strlen(opt)))
+			return true;
+	}
+	return false;
+}
+
 struct raw_opts {
 	char *memory_limit, *memory_low, *mode, *uid, *gid, *purged_read, *write_policy, *auto_;
 	char *pressure, *pressure_headroom, *passthrough, *auto_unmount;

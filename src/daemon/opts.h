@@ -53,6 +53,11 @@ int opts_parse_passthrough(const char *s);
 /* A decimal id below (uid_t)-1.  Zero or -EINVAL. */
 int opts_parse_id(const char *s, uint32_t *out);
 
+/* Is item (len bytes) one of the comma-separated items of list? */
+bool opts_list_has(const char *list, const char *item, size_t len);
+/* Does an -o list of the command line name opt (a word, as "remount")? */
+bool opts_asked(int argc, char *argv[], const char *opt);
+
 /*
  * Parse and remove our options from args into o.  Zero, or -EINVAL with
  * a message (naming the option and the reason) in err.

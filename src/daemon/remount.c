@@ -67,37 +67,6 @@ int mount_entry_find(const char *mountpoint, struct mount_entry *out)
 	return ret;
 }
 
-/* Is opt one of the comma-separated items of list? */
-static bool in_list(const char *list, const char *opt, size_t len)
-{
-	for (const char *p = list; *p;) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-
-		if (n == len && strncmp(p, opt, len) == 0)
-			return true;
-		if (!end)
-			break;
-		p = end + 1;
-	}
-	return false;
-}
-
-bool remount_asked(int argc, char *argv[])
-{
-	for (int i = 1; i < argc; i++) {
-		const char *o = NULL;
-
-		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-			o = argv[++i];
-		else if (strncmp(argv[i], "-o", 2) == 0)
-			o = argv[i] + 2;
-		if (o && in_list(o, "remount", 7))
-			return true;
-	}
-	return false;
-}
-
 /* The mount point's own flags (MS_*), as a bind remount sets them. */
 static const struct {
 	const char *name;
@@ -176,7 +145,7 @@ static int check_rest(const struct fuse_args *rest, const struct mount_entry *me
 			size_t n = end ? (size_t)(end - p) : strlen(p);
 
 			if (n && !(n == 7 && strncmp(p, "remount", 7) == 0) &&
-			    !mount_flag(p, n, flags) && !in_list(me->super, p, n) &&
+			    !mount_flag(p, n, flags) && !opts_list_has(me->super, p, n) &&
 			    !names_the_mount(me, p, n)) {
 				snprintf(err, errlen, "remount: %.*s: FUSE's options cannot change "
 					 "on a mounted volatilefs; unmount it and mount again",

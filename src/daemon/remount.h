@@ -47,9 +47,6 @@ struct mount_entry {
  */
 int mount_entry_find(const char *mountpoint, struct mount_entry *out);
 
-/* Does the command line's -o list ask for a remount? */
-bool remount_asked(int argc, char *argv[]);
-
 /*
  * Apply a remount to the volatilefs mounted on mountpoint: o holds our
  * options, rest the others (opts_parse's leftovers).  Zero, or -errno

@@ -2651,6 +2651,22 @@ END_TEST
  * unmapped and closed, right away, whoever looked at the file before the store: what a
  * program that stats after another's mapped write sees (xfstests generic/215).
  */
+/* path, two pages long with times in the past (set_past_times), open and mapped shared. */
+static uint8_t *map_file_with_past_times(const char *path, int *fd)
+{
+	uint8_t *map;
+
+	make_file(path, "", 0);
+	*fd = CHECK(open(path, O_RDWR));
+	CHECK(ftruncate(*fd, 2 * PAGE));
+	CHECK(close(*fd));
+	set_past_times(path);
+	*fd = CHECK(open(path, O_RDWR));
+	map = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	return map;
+}
+
 START_TEST(mapped_store_moves_mtime_and_ctime_by_close)
 {
 	struct timespec c0, before;
@@ -2658,14 +2674,7 @@ START_TEST(mapped_store_moves_mtime_and_ctime_by_close)
 	uint8_t *map;
 	int fd;
 
-	make_file("f", "", 0);
-	fd = CHECK(open("f", O_RDWR));
-	CHECK(ftruncate(fd, 2 * PAGE));
-	CHECK(close(fd));
-	set_past_times("f");
-	fd = CHECK(open("f", O_RDWR));
-	map = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ck_assert_ptr_ne(map, MAP_FAILED);
+	map = map_file_with_past_times("f", &fd);
 	nap();
 	c0 = xstat("f").st_ctim; /* the times as they stand before the store */
 	ck_assert_int_eq(ts_cmp(xstat("f").st_mtim, past_mtime), 0);
@@ -2694,14 +2703,7 @@ START_TEST(mapped_store_moves_mtime_while_the_file_is_open)
 	uint8_t *map;
 	int fd, tries = 0;
 
-	make_file("f", "", 0);
-	fd = CHECK(open("f", O_RDWR));
-	CHECK(ftruncate(fd, 2 * PAGE));
-	CHECK(close(fd));
-	set_past_times("f");
-	fd = CHECK(open("f", O_RDWR));
-	map = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ck_assert_ptr_ne(map, MAP_FAILED);
+	map = map_file_with_past_times("f", &fd);
 	ck_assert_int_eq(ts_cmp(xstat("f").st_mtim, past_mtime), 0);
 	before = now();
 	map[1] = 'x';
