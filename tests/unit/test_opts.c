@@ -116,6 +116,23 @@ START_TEST(parse_takes_our_options_and_keeps_the_rest)
 }
 END_TEST
 
+START_TEST(asked_finds_whole_items_of_o_lists)
+{
+	char *argv[] = { "volatilefs", "src", "/mnt", "-o", "rw,remountx,user_id=0",
+			 "-oallow_other,remount", NULL };
+
+	ck_assert(opts_asked(6, argv, "remount"));
+	ck_assert(opts_asked(6, argv, "rw"));
+	ck_assert(opts_asked(6, argv, "user_id=0"));
+	ck_assert(!opts_asked(6, argv, "user_id"));
+	ck_assert(!opts_asked(6, argv, "src"));
+	ck_assert(!opts_asked(4, argv, "rw")); /* a trailing -o without its list */
+	ck_assert(opts_list_has("a,bb,c", "bb", 2));
+	ck_assert(!opts_list_has("a,bbb,c", "bb", 2));
+	ck_assert(!opts_list_has("", "a", 1));
+}
+END_TEST
+
 /* A remount can change memory_limit only: the first other option of ours is named. */
 START_TEST(parse_names_the_first_option_only_a_new_mount_changes)
 {
@@ -229,6 +246,7 @@ int main(void)
 	tcase_add_test(tc, parse_repeated_option_last_wins);
 	tcase_add_test(tc, parse_auto_unmount);
 	tcase_add_test(tc, parse_names_the_first_option_only_a_new_mount_changes);
+	tcase_add_test(tc, asked_finds_whole_items_of_o_lists);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
