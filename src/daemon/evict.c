@@ -472,27 +472,54 @@ static bool drain(int fd)
 	return any;
 }
 
-static bool stopping(struct fs *fs)
+/*
+ * The monitor thread: it sleeps in poll() on wake (an eventfd: stop, or
+ * look again) and watch (inotify on the backing files' directory, -1
+ * without one: writes the kernel serves).  Allocated by
+ * evict_monitor_start, freed by evict_monitor_stop; fs->monitor points
+ * to it meanwhile.
+ */
+struct evict_monitor {
+	struct fs *fs;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	bool stop; /* under lock */
+	int wake;
+	int watch;
+};
+
+static bool stopping(struct evict_monitor *m)
 {
 	bool stop;
 
-	pthread_mutex_lock(&fs->monitor_lock);
-	stop = fs->monitor_stop;
-	pthread_mutex_unlock(&fs->monitor_lock);
+	pthread_mutex_lock(&m->lock);
+	stop = m->stop;
+	pthread_mutex_unlock(&m->lock);
 	return stop;
+}
+
+/* fs->monitor_kick while the monitor runs. */
+static void monitor_kick(struct fs *fs)
+{
+	uint64_t one = 1;
+
+	/* An eventfd short of 2^64 - 1 takes it: it cannot fail. */
+	if (write(fs->monitor->wake, &one, sizeof(one)) < 0)
+		return;
 }
 
 static void *monitor_main(void *arg)
 {
-	struct fs *fs = arg;
-	struct pollfd p[2] = { { .fd = fs->monitor_wake, .events = POLLIN },
-			       { .fd = fs->monitor_watch, .events = POLLIN } };
+	struct evict_monitor *m = arg;
+	struct fs *fs = m->fs;
+	struct pollfd p[2] = { { .fd = m->wake, .events = POLLIN },
+			       { .fd = m->watch, .events = POLLIN } };
 	struct timespec tick;
 	unsigned ticks = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &tick);
 	add_ms(&tick, EVICT_MONITOR_MS);
-	while (!stopping(fs)) {
+	while (!stopping(m)) {
 		int wait = ms_until(&tick, EVICT_MONITOR_MS);
 
 		if (atomic_load(&fs->pt_writers) && wait > EVICT_KEEP_MS)
@@ -504,9 +531,9 @@ static void *monitor_main(void *arg)
 
 		if (poll(p, watch ? 2 : 1, wait) < 0 && errno != EINTR)
 			break;
-		if (drain(fs->monitor_wake) && stopping(fs))
+		if (drain(m->wake) && stopping(m))
 			break;
-		(void)drain(fs->monitor_watch);
+		(void)drain(m->watch);
 		if (!past(&tick)) {
 			keep_room(fs);
 			continue;
@@ -521,39 +548,61 @@ static void *monitor_main(void *arg)
 	return NULL;
 }
 
+static void monitor_free(struct evict_monitor *m)
+{
+	close(m->wake);
+	if (m->watch >= 0)
+		close(m->watch);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
 int evict_monitor_start(struct fs *fs)
 {
+	struct evict_monitor *m = calloc(1, sizeof(*m));
 	int ret;
 
-	fs->monitor_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (fs->monitor_wake < 0)
-		return -errno;
+	if (!m)
+		return -ENOMEM;
+	m->fs = fs;
+	ret = -pthread_mutex_init(&m->lock, NULL);
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	m->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->wake < 0) {
+		ret = -errno;
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return ret;
+	}
 	/* Without a watch, the monitor still looks every EVICT_KEEP_MS
 	 * while writers exist. */
-	fs->monitor_watch = shm_watch(&fs->shm);
-	fs->monitor_stop = false;
-	ret = pthread_create(&fs->monitor, NULL, monitor_main, fs);
+	m->watch = shm_watch(&fs->shm);
+	fs->monitor = m;
+	ret = -pthread_create(&m->thread, NULL, monitor_main, m);
 	if (ret) {
-		close(fs->monitor_wake);
-		if (fs->monitor_watch >= 0)
-			close(fs->monitor_watch);
-		return -ret;
+		fs->monitor = NULL;
+		monitor_free(m);
+		return ret;
 	}
-	fs->monitor_running = true;
+	atomic_store(&fs->monitor_kick, monitor_kick);
 	return 0;
 }
 
 void evict_monitor_stop(struct fs *fs)
 {
-	if (!fs->monitor_running)
+	struct evict_monitor *m = fs->monitor;
+
+	if (!m)
 		return;
-	pthread_mutex_lock(&fs->monitor_lock);
-	fs->monitor_stop = true;
-	pthread_mutex_unlock(&fs->monitor_lock);
-	fs_monitor_kick(fs);
-	pthread_join(fs->monitor, NULL);
-	close(fs->monitor_wake);
-	if (fs->monitor_watch >= 0)
-		close(fs->monitor_watch);
-	fs->monitor_running = false;
+	pthread_mutex_lock(&m->lock);
+	m->stop = true;
+	pthread_mutex_unlock(&m->lock);
+	monitor_kick(fs);
+	pthread_join(m->thread, NULL);
+	atomic_store(&fs->monitor_kick, NULL);
+	fs->monitor = NULL;
+	monitor_free(m);
 }

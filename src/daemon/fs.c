@@ -8,7 +8,6 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "file.h"
 #include "meta.h"
@@ -122,11 +121,10 @@ void fs_shm_recap(struct fs *fs)
 
 void fs_monitor_kick(struct fs *fs)
 {
-	uint64_t one = 1;
+	void (*kick)(struct fs *) = atomic_load(&fs->monitor_kick);
 
-	/* An eventfd short of 2^64 - 1 takes it: it cannot fail. */
-	if (fs->monitor_running && write(fs->monitor_wake, &one, sizeof(one)) < 0)
-		return;
+	if (kick)
+		kick(fs);
 }
 
 void fs_use_shm_store(struct fs *fs)
@@ -161,12 +159,9 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 	ret = -pthread_mutex_init(&fs->evict_lock, NULL);
 	if (ret)
 		goto out_ns;
-	ret = -pthread_mutex_init(&fs->monitor_lock, NULL);
-	if (ret)
-		goto out_evict;
 	ret = -pthread_mutex_init(&fs->pt_lock, NULL);
 	if (ret)
-		goto out_monitor;
+		goto out_evict;
 	ret = lru_init(&fs->lru);
 	if (ret)
 		goto out_pt;
@@ -210,8 +205,6 @@ out_lru:
 	lru_destroy(&fs->lru);
 out_pt:
 	pthread_mutex_destroy(&fs->pt_lock);
-out_monitor:
-	pthread_mutex_destroy(&fs->monitor_lock);
 out_evict:
 	pthread_mutex_destroy(&fs->evict_lock);
 out_ns:
@@ -256,7 +249,6 @@ void fs_destroy(struct fs *fs)
 	arena_destroy(&fs->arena);
 	lru_destroy(&fs->lru);
 	pthread_mutex_destroy(&fs->pt_lock);
-	pthread_mutex_destroy(&fs->monitor_lock);
 	pthread_mutex_destroy(&fs->evict_lock);
 	pthread_rwlock_destroy(&fs->ns_lock);
 }

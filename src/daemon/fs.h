@@ -156,15 +156,11 @@ struct fs {
 	 * whether its readahead window was seen to. */
 	int fuse_conn;
 	_Atomic bool readahead_tuned;
-	/* The monitor thread (evict.c): it sleeps in poll() on monitor_wake
-	 * (an eventfd: stop, or look again: fs_monitor_kick) and monitor_watch (inotify on the backing
-	 * files' directory, -1 without one: writes the kernel serves). */
-	pthread_t monitor;
-	bool monitor_running;
-	pthread_mutex_t monitor_lock;
-	int monitor_wake;
-	int monitor_watch;
-	bool monitor_stop;        /* under monitor_lock */
+	/* The eviction layer's monitor thread (evict.c owns it), and the
+	 * way to wake it that it installs while it runs (fs_monitor_kick):
+	 * set before the session's threads start, cleared after they end. */
+	struct evict_monitor *monitor;
+	void (*_Atomic monitor_kick)(struct fs *fs);
 	/* Writable passthrough opens of all files (the kernel may write or
 	 * map the backing files for them): the monitor looks every
 	 * EVICT_KEEP_MS while there are any; and those among them whose
