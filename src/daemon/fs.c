@@ -153,7 +153,6 @@ int fs_init(struct fs *fs, const struct fs_config *cfg)
 	fs->owner = cfg->owner;
 	fs->purged_eio = cfg->purged_eio;
 	fs->write_unmark = cfg->write_unmark;
-	fs->fuse_conn = -1;
 	fs->store = &arena_store;
 	fs->shm.root = fs->shm.mnt = -1;
 	ret = -pthread_mutex_init(&fs->evict_lock, NULL);

@@ -151,11 +151,6 @@ struct fs {
 	_Atomic uint64_t pressure_purges_total;
 	_Atomic uint64_t pressure_bytes_total;
 	_Atomic unsigned pressure_sources; /* PSRC_* in use, set by the daemon's glue */
-	/* The FUSE glue's (ops.c): the mount's connection number (its
-	 * device minor; -1 unknown), set before the loop starts, and
-	 * whether its readahead window was seen to. */
-	int fuse_conn;
-	_Atomic bool readahead_tuned;
 	/* The eviction layer's monitor thread (evict.c owns it), and the
 	 * way to wake it that it installs while it runs (fs_monitor_kick):
 	 * set before the session's threads start, cleared after they end. */

@@ -371,7 +371,7 @@ int main(int argc, char *argv[])
 	}
 	if (strncmp(copts.mountpoint, "/dev/fd/", 8) != 0)
 		conn = fuse_connection(copts.mountpoint);
-	fs.fuse_conn = conn; /* before the loop: ops.c widens its readahead window */
+	ops_set_connection(conn); /* before the loop: ops.c widens its readahead window */
 	ret = notifier_start(&nt, se, &fs);
 	if (ret) {
 		fprintf(stderr, "volatilefs: cannot start the notifier: %s\n", strerror(-ret));

@@ -72,15 +72,25 @@ void ops_thread_cleanup(void)
  */
 #define READAHEAD_KB 1024
 
-static void readahead_tune(struct fs *fs)
+/* The mount's FUSE connection number (its device minor; -1 unknown), set
+ * before the session's threads start, and whether its window was seen to. */
+static int conn_minor = -1;
+static _Atomic bool readahead_tuned;
+
+void ops_set_connection(int minor)
+{
+	conn_minor = minor;
+}
+
+static void readahead_tune(void)
 {
 	char path[64], buf[32];
 	ssize_t n;
 	int fd;
 
-	if (atomic_exchange(&fs->readahead_tuned, true) || fs->fuse_conn < 0)
+	if (atomic_exchange(&readahead_tuned, true) || conn_minor < 0)
 		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/0:%d/read_ahead_kb", fs->fuse_conn);
+	snprintf(path, sizeof(path), "/sys/class/bdi/0:%d/read_ahead_kb", conn_minor);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -101,8 +111,8 @@ static struct fs *fs_of(fuse_req_t req)
 {
 	struct fs *fs = fuse_req_userdata(req);
 
-	if (__builtin_expect(!atomic_load_explicit(&fs->readahead_tuned, memory_order_relaxed), 0))
-		readahead_tune(fs);
+	if (__builtin_expect(!atomic_load_explicit(&readahead_tuned, memory_order_relaxed), 0))
+		readahead_tune();
 	return fs;
 }
 
