@@ -263,7 +263,9 @@ int fs_setattr(struct fs *fs, struct inode *n, const struct fs_setattr *sa, stru
 /*
  * Create a node named name in dir: mode carries the type (S_IFREG,
  * S_IFDIR, S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK, S_IFLNK) and permission
- * bits; target is the symlink's target (S_IFLNK only).
+ * bits; target is the symlink's target (S_IFLNK only).  With name NULL,
+ * an O_TMPFILE regular file: owned as if made in dir, with no name
+ * (nlink 0) until fs_link gives it its first.
  */
 int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, dev_t rdev,
 	     const char *target, const struct fs_cred *cred, struct inode **out,

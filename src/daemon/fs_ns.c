@@ -96,12 +96,14 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 	struct dirent_node *e;
 	struct unit *spare = NULL;
 	char *copy = NULL;
-	int ret = check_name(name);
+	int ret = name ? check_name(name) : 0;
 
 	if (ret)
 		return ret;
 	if (!S_ISDIR(dir->mode))
 		return -ENOTDIR;
+	if (!name && !S_ISREG(mode))
+		return -EINVAL;
 	switch (mode & S_IFMT) {
 	case S_IFREG: case S_IFDIR: case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
 		break;
@@ -129,7 +131,7 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 		ret = -ENOENT; /* removed while we waited */
 		goto out_unlock;
 	}
-	if (dir_find(&dir->dir.entries, name)) {
+	if (name && dir_find(&dir->dir.entries, name)) {
 		ret = -EEXIST;
 		goto out_unlock;
 	}
@@ -144,6 +146,11 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 	if (!n) {
 		ret = -ENOMEM;
 		goto out_unlock;
+	}
+	if (!name) {
+		/* O_TMPFILE: no name, nothing in the directory changes. */
+		n->linkable = true;
+		goto made;
 	}
 	ret = dir_add(&dir->dir.entries, name, n, &e);
 	if (ret) {
@@ -178,6 +185,7 @@ int fs_mknod(struct fs *fs, struct inode *dir, const char *name, mode_t mode, de
 		}
 	}
 	dir_changed(dir);
+made:
 	atomic_store(&n->nlookup, 1);
 	*out = n;
 	inode_stat_locked(n, st); /* unreachable by others until ns_lock drops */
@@ -208,17 +216,19 @@ int fs_link(struct fs *fs, struct inode *n, struct inode *newdir, const char *ne
 		ret = -ENOENT;
 		goto out_unlock;
 	}
-	if (n->nlink == 0 || name_purged(n)) {
-		/* linking an unlinked file, as the VFS refuses; or one whose
-		 * name a purge is taking */
+	if ((n->nlink == 0 && !(S_ISREG(n->mode) && n->linkable)) || name_purged(n)) {
+		/* linking an unlinked file, as the VFS refuses (an O_TMPFILE
+		 * file excepted); or one whose name a purge is taking */
 		ret = -ENOENT;
 		goto out_unlock;
 	}
 	ret = dir_add(&newdir->dir.entries, newname, n, NULL);
 	if (ret)
 		goto out_unlock;
-	if (S_ISREG(n->mode))
+	if (S_ISREG(n->mode)) {
 		n->link1 = NULL; /* two names now: auto=unlink leaves it alone */
+		n->linkable = false;
+	}
 	nlink_add(n, 1, true);
 	dir_changed(newdir);
 	atomic_fetch_add(&n->nlookup, 1);

@@ -21,6 +21,8 @@
 #define OUT_ERROR       4
 #define OUT_UNIQUE      8
 #define OP_INIT         26
+#define OP_CREATE       35
+#define OP_TMPFILE      51 /* since protocol 7.38; its arguments are CREATE's */
 
 struct backing_map {
 	int32_t fd;
@@ -114,6 +116,12 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 	ssize_t r = read(fd, buf, len);
 
 	(void)userdata;
+	/* libfuse 3.14 answers TMPFILE as unknown.  It is a CREATE of the
+	 * name "/" (the kernel's name for the dentry of an O_TMPFILE open),
+	 * a name no CREATE can carry: ops.c's create makes an unnamed file
+	 * for it, and its reply is the one TMPFILE expects. */
+	if (r >= IN_HEADER_SIZE && get32(buf, IN_OPCODE) == OP_TMPFILE)
+		put32(buf, IN_OPCODE, OP_CREATE);
 	if (r >= IN_HEADER_SIZE && get32(buf, IN_OPCODE) == OP_INIT) {
 		uint64_t unique;
 

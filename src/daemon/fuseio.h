@@ -51,10 +51,9 @@
  * tests/mount/passthrough.sh that a mount negotiates them.
  *
  * Splice: libfuse does not splice under a custom io without splice
- * hooks.  It would only ever have carried READ/WRITE data, which a
- * passthrough file never sends to the daemon; a mount without
- * passthrough is not given these hooks at all (fuseio_attach is not
- * called) and keeps libfuse's own path.
+ * hooks, and without a write_buf operation it does not splice requests
+ * in at all: a classic mount (fuseio_attach with want 0, for O_TMPFILE
+ * alone) reads them with read(2) as it would without these hooks.
  *
  * State is per process (one session), set up once before the session
  * loop; the INIT fields are written by the one thread that reads INIT

@@ -106,6 +106,9 @@ struct inode {
 			 * (DESIGN 8).  Read under lock, or under ns_lock
 			 * held for writing. */
 			bool purge_unlinked;
+			/* Made by O_TMPFILE and never named yet: link(2) may
+			 * give it a first name (under fs->ns_lock). */
+			bool linkable;
 			uint64_t inval_seq;   /* the notifier's sequence of the last purge */
 			/* The shared-memory store (shmfile.h), under lock:
 			 * the backing file's times at the last sync, the

@@ -347,15 +347,16 @@ int main(int argc, char *argv[])
 		goto out_session;
 	if (session_mount(se, copts.mountpoint) != 0)
 		goto out_signals;
-	/* Our own /dev/fuse I/O asks for passthrough at INIT (fuseio.h), and
-	 * for parallel lookups and readdirs in one directory, which libfuse
-	 * 3.14 never asks for; and takes set-id clearing over from the
-	 * kernel, which otherwise sends a GETXATTR before every write(2) of
-	 * a passthrough file.  A classic mount keeps libfuse's own I/O
-	 * (splice) and goes without. */
-	if (!why_classic &&
-	    fuseio_attach(se, FUSEIO_PASSTHROUGH | FUSEIO_PARALLEL_DIROPS |
-				  FUSEIO_HANDLE_KILLPRIV_V2) != 0) {
+	/* Our own /dev/fuse I/O (fuseio.h) passes O_TMPFILE opens on, which
+	 * libfuse 3.14 answers as unknown, on both paths.  On the passthrough
+	 * path it also asks for passthrough at INIT, for parallel lookups
+	 * and readdirs in one directory, which libfuse 3.14 never asks for,
+	 * and takes set-id clearing over from the kernel, which otherwise
+	 * sends a GETXATTR before every write(2) of a passthrough file.
+	 * libfuse reads requests with read(2) either way (it splices only
+	 * with a write_buf operation, which ops.c does not have). */
+	if (fuseio_attach(se, why_classic ? 0 : FUSEIO_PASSTHROUGH | FUSEIO_PARALLEL_DIROPS |
+							 FUSEIO_HANDLE_KILLPRIV_V2) != 0) {
 		fprintf(stderr, "volatilefs: cannot take over /dev/fuse I/O\n");
 		goto out_unmount;
 	}

@@ -555,8 +555,9 @@ static void vfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		fuse_reply_err(req, errno == ENOSPC ? ENOSPC : ENOMEM);
 		return;
 	}
-	ret = fs_mknod(fs_of(req), node_of(req, parent), name, S_IFREG | (mode & 07777), 0,
-		       NULL, &cred, &n, &st);
+	/* "/": an O_TMPFILE open (fuseio.c passes TMPFILE on as CREATE). */
+	ret = fs_mknod(fs_of(req), node_of(req, parent), strcmp(name, "/") ? name : NULL,
+		       S_IFREG | (mode & 07777), 0, NULL, &cred, &n, &st);
 	if (ret) {
 		fs_ofile_discard(fs_of(req), of);
 		fuse_reply_err(req, -ret);

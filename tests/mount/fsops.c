@@ -1973,6 +1973,38 @@ START_TEST(rename_whiteout_leaves_a_whiteout_at_the_old_name)
 }
 END_TEST
 
+/*
+ * O_TMPFILE (xfstests generic/004, generic/531): an unnamed file in the directory, nlink 0,
+ * that linkat gives a name with its data; with O_EXCL it can never get one.  As on tmpfs.
+ */
+START_TEST(o_tmpfile_makes_an_unnamed_file_that_linkat_can_name)
+{
+	char path[64], buf[16] = { 0 };
+	int fd = open(".", O_TMPFILE | O_RDWR, 0640), ex;
+	struct stat st;
+
+	ck_assert_msg(fd >= 0, "open(\".\", O_TMPFILE): %s", errname(errno));
+	pwrite_all(fd, "tmpdata", 7, 0);
+	CHECK(fstat(fd, &st));
+	ck_assert_uint_eq(st.st_nlink, 0);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 0640);
+	ck_assert_int_eq(access("named", F_OK), -1);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	CHECK(linkat(AT_FDCWD, path, AT_FDCWD, "named", AT_SYMLINK_FOLLOW));
+	CHECK(close(fd));
+	ck_assert_uint_eq(xstat("named").st_nlink, 1);
+	fd = CHECK(open("named", O_RDONLY));
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 7);
+	ck_assert_str_eq(buf, "tmpdata");
+	CHECK(close(fd));
+	ex = CHECK(open(".", O_TMPFILE | O_RDWR | O_EXCL, 0600));
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ex);
+	ck_assert_int_eq(linkat(AT_FDCWD, path, AT_FDCWD, "never", AT_SYMLINK_FOLLOW), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	CHECK(close(ex));
+}
+END_TEST
+
 START_TEST(seekdir_returns_to_telldir_position)
 {
 	enum { N = 100 };
@@ -2973,6 +3005,7 @@ static Suite *fsops_suite(bool root)
 	tcase_add_loop_test(tc, readdir_while_unlinking_other_entries_returns_none_twice, 0, 2);
 	tcase_add_loop_test(tc, readdir_while_creating_entries_returns_none_twice, 0, 2);
 	tcase_add_loop_test(tc, readdir_while_renaming_each_entry_ends_and_returns_each_once, 0, 2);
+	tcase_add_test(tc, o_tmpfile_makes_an_unnamed_file_that_linkat_can_name);
 	tcase_add_test(tc, seekdir_returns_to_telldir_position);
 	tcase_add_test(tc, rewinddir_shows_entries_created_since_opendir);
 

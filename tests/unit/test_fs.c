@@ -261,6 +261,27 @@ START_TEST(rename_whiteout_leaves_a_character_device_0_0_at_the_old_name)
 }
 END_TEST
 
+START_TEST(tmpfile_has_no_name_until_its_first_link)
+{
+	struct inode *n = NULL, *m;
+	struct stat st;
+
+	ck_assert_int_eq(fs_mknod(&fs, fs.root, NULL, S_IFDIR | 0700, 0, NULL, &cred, &n, &st),
+			 -EINVAL);
+	ck_assert_int_eq(fs_mknod(&fs, fs.root, NULL, S_IFREG | 0600, 0, NULL, &cred, &n, &st), 0);
+	ck_assert_uint_eq(st.st_nlink, 0);
+	ck_assert_uint_eq(fs.root->dir.entries.count, 0);
+	ck_assert_int_eq(fs_link(&fs, n, fs.root, "t", &st), 0);
+	ck_assert_uint_eq(st.st_nlink, 1);
+	ck_assert_int_eq(lookup(fs.root, "t", &m), 0);
+	ck_assert_ptr_eq(m, n);
+	/* Named once, it is an ordinary file: unlinked, it cannot be linked again. */
+	ck_assert_int_eq(fs_unlink(&fs, fs.root, "t"), 0);
+	ck_assert_int_eq(fs_link(&fs, n, fs.root, "u", &st), -ENOENT);
+	fs_forget(&fs, n, 2);
+}
+END_TEST
+
 START_TEST(rename_exchange_swaps_file_and_directory)
 {
 	struct inode *f = mk(fs.root, "f", S_IFREG | 0600), *d = mk(fs.root, "d", S_IFDIR | 0700);
@@ -589,6 +610,7 @@ int main(void)
 	tcase_add_test(tc, readdir_resumes_without_duplicates_across_removals);
 	tcase_add_test(tc, rename_within_a_directory_keeps_the_listing_place);
 	tcase_add_test(tc, rename_whiteout_leaves_a_character_device_0_0_at_the_old_name);
+	tcase_add_test(tc, tmpfile_has_no_name_until_its_first_link);
 	tcase_add_test(tc, readdirplus_takes_references_only_for_taken_entries);
 	tcase_add_test(tc, xattrs_store_namespaces_like_tmpfs);
 	tcase_add_test(tc, xattrs_store_refuses_volatile_names);
