@@ -7,7 +7,10 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -508,6 +511,22 @@ static void monitor_kick(struct fs *fs)
 		return;
 }
 
+/*
+ * Writers the kernel serves fill the tmpfs at memory speed and meet ENOSPC
+ * if the monitor is late, so it must run as soon as it wakes, whatever
+ * else the machine runs: the lowest real-time priority (it sleeps in
+ * poll() between looks and does little when it wakes), else a nice of
+ * -10, else as it is (a daemon without the privilege).
+ */
+static void monitor_priority(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0)
+		return;
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10);
+}
+
 static void *monitor_main(void *arg)
 {
 	struct evict_monitor *m = arg;
@@ -517,6 +536,7 @@ static void *monitor_main(void *arg)
 	struct timespec tick;
 	unsigned ticks = 0;
 
+	monitor_priority();
 	clock_gettime(CLOCK_MONOTONIC, &tick);
 	add_ms(&tick, EVICT_MONITOR_MS);
 	while (!stopping(m)) {
