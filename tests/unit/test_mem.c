@@ -21,6 +21,7 @@
 #include "arena.h"
 #include "mem.h"
 #include "meta.h"
+#include "utest.h"
 
 #define MiB (1ull << 20)
 
@@ -31,19 +32,11 @@ static struct mem m;
 #define BASE  (10 * MiB)
 #define LIMIT (BASE + 64 * MiB)
 
-static void freeze(struct mem *mm, uint64_t base)
-{
-	if (mm->statm_fd >= 0)
-		close(mm->statm_fd);
-	mm->statm_fd = -1;
-	atomic_store(&mm->base, (int64_t)base);
-}
-
 static void setup(void)
 {
 	ck_assert_int_eq(arena_init(&arena), 0);
 	ck_assert_int_eq(mem_init(&m, &arena, LIMIT, 0), 0);
-	freeze(&m, BASE);
+	utest_mem_freeze(&m, BASE);
 	ck_assert_uint_eq(atomic_load(&m.charged), 0);
 }
 
@@ -727,8 +720,6 @@ int main(void)
 	Suite *s = suite_create("mem");
 	TCase *tc = tcase_create("reserve");
 	TCase *tm = tcase_create("meta");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
@@ -753,9 +744,5 @@ int main(void)
 	tcase_add_test(tm, trim_waits_for_enough_freed_metadata);
 	suite_add_tcase(s, tm);
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

@@ -27,6 +27,7 @@
 #include "notify.h"
 #include "vol.h"
 #include "vxattr.h"
+#include "utest.h"
 
 /* ---- the kernel's side, as notify.c sees it ---- */
 
@@ -209,14 +210,11 @@ static const struct fs_cred cred = { 0, 0 };
 
 static void setup(void)
 {
-	struct fs_config cfg = { .memory_limit = 1ull << 30, .root_mode = 0755 };
-
 	nevents = 0;
 	blocked = 0;
 	deletes_blocked = false;
 	inside_delete = 0;
-	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
-	evict_attach(&fs); /* writes that need room purge */
+	utest_fs_init(&fs, 0755, true);
 	ck_assert_int_eq(notifier_start(&nt, NULL, &fs), 0);
 }
 
@@ -225,8 +223,7 @@ static void teardown(void)
 	release();
 	ck_assert(notifier_stop(&nt, -1));
 	fs.hooks = (struct fs_hooks){ 0 };
-	fs_destroy(&fs);
-	ck_assert_uint_eq(meta_bytes(), 0);
+	utest_fs_destroy(&fs);
 }
 
 static struct inode *file_with(const char *name, size_t size, bool mark)
@@ -570,11 +567,5 @@ static Suite *notify_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(notify_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return utest_run(notify_suite());
 }

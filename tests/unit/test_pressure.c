@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "pressure.h"
+#include "utest.h"
 
 #define KiB 1024ull
 #define MiB (1024ull * KiB)
@@ -836,8 +837,7 @@ int main(void)
 	const TTest *threaded[] = { missing_sources_named_once, thread_purges_on_event_and_avail };
 	Suite *s = suite_create("pressure");
 	TCase *tc = tcase_create("core"), *th = tcase_create("thread");
-	SRunner *sr;
-	int failed;
+	int status;
 
 	strcpy(BASE, "/tmp/vfs-pressure-XXXXXX");
 	if (!mkdtemp(BASE)) {
@@ -851,13 +851,10 @@ int main(void)
 	tcase_set_timeout(th, 30);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, th);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	status = utest_run(s);
 	if (nftw(BASE, rm_one, 16, FTW_DEPTH | FTW_PHYS)) {
 		perror(BASE);
 		return 1;
 	}
-	return failed ? 1 : 0;
+	return status;
 }

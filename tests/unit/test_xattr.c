@@ -18,6 +18,7 @@
 #include "mem.h"
 #include "meta.h"
 #include "xattr.h"
+#include "utest.h"
 
 #define MiB (1ull << 20)
 #define BASE (10 * MiB)
@@ -356,11 +357,7 @@ static void setup_limited(void)
 	setup();
 	ck_assert_int_eq(arena_init(&arena), 0);
 	ck_assert_int_eq(mem_init(&mem, &arena, 1ull << 30, 0), 0);
-	/* Freeze base (the kernel's figure unread), so the room is exact to the byte. */
-	if (mem.statm_fd >= 0)
-		close(mem.statm_fd);
-	mem.statm_fd = -1;
-	atomic_store(&mem.base, (int64_t)BASE);
+	utest_mem_freeze(&mem, BASE); /* so the room is exact to the byte */
 	meta_bind(&mem);
 }
 
@@ -512,8 +509,6 @@ int main(void)
 	Suite *s = suite_create("xattr");
 	TCase *tc = tcase_create("core");
 	TCase *lim = tcase_create("no room");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, empty_node_has_no_table_and_lists_nothing);
@@ -536,9 +531,5 @@ int main(void)
 	tcase_set_timeout(lim, 30);
 	suite_add_tcase(s, lim);
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }
