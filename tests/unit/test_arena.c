@@ -414,7 +414,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("arena");
-	TCase *tc = tcase_create("core");
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
 
 	tcase_add_test(tc, arena_alloc_gives_aligned_zeroed_pages);
 	tcase_add_test(tc, arena_freed_page_reads_zero_when_reused);
@@ -427,6 +427,5 @@ int main(void)
 	tcase_add_test(tc, arena_fill_by_faulting);
 	tcase_add_test(tc, arena_stray_fault_reads_zeros);
 	tcase_add_test(tc, arena_fill_after_fork);
-	suite_add_tcase(s, tc);
 	return utest_run(s);
 }

@@ -704,10 +704,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("file");
-	TCase *tc = tcase_create("core");
+	TCase *tc = utest_tcase(s, "core", setup, teardown, 30);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, write_read_unaligned_across_pages);
 	tcase_add_test(tc, sparse_file_holds_only_written_pages);
 	tcase_add_test(tc, truncate_down_then_up_reads_zeros);
@@ -727,6 +725,5 @@ int main(void)
 	tcase_add_test(tc, write_refused_for_room_leaves_nothing_reserved);
 	tcase_add_test(tc, write_refused_for_its_extent_gives_back_the_pages_reservation);
 	tcase_add_test(tc, arena_store_reports_fill_and_frees_a_range);
-	suite_add_tcase(s, tc);
 	return utest_run(s);
 }

@@ -566,9 +566,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("fs");
-	TCase *tc = tcase_create("core");
+	TCase *tc = utest_tcase(s, "core", setup, teardown, 10);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, itable_counts_nodes_and_root_is_ino_1);
 	tcase_add_test(tc, mknod_sets_owner_mode_and_lookup_count);
 	tcase_add_test(tc, names_over_255_bytes_are_refused);
@@ -590,7 +589,5 @@ int main(void)
 	tcase_add_test(tc, request_under_limit_purges_even_when_rss_is_over);
 	tcase_add_test(tc, room_granted_is_paid_even_when_the_rss_grows_before_the_allocation);
 	tcase_add_test(tc, security_lookup_answers_without_the_node_lock);
-	tcase_set_timeout(tc, 10);
-	suite_add_tcase(s, tc);
 	return utest_run(s);
 }

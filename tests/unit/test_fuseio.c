@@ -145,7 +145,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("fuseio");
-	TCase *tc = tcase_create("patch");
+	TCase *tc = utest_tcase(s, "patch", NULL, NULL, 0);
 
 	tcase_add_test(tc, offsets_match_the_kernel_structures);
 	tcase_add_test(tc, init_offer_reads_flags2_only_with_init_ext);
@@ -153,6 +153,5 @@ int main(void)
 	tcase_add_test(tc, init_patch_refuses_what_the_kernel_would_not_take);
 	tcase_add_test(tc, init_patch_takes_killpriv_v2_only_with_passthrough);
 	tcase_add_test(tc, open_patch_sets_the_flag_and_id_of_open_and_create_replies);
-	suite_add_tcase(s, tc);
 	return utest_run(s);
 }

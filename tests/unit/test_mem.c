@@ -718,11 +718,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("mem");
-	TCase *tc = tcase_create("reserve");
-	TCase *tm = tcase_create("meta");
+	TCase *tc = utest_tcase(s, "reserve", setup, teardown, 30);
+	TCase *tm = utest_tcase(s, "meta", setup, teardown, 0);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, reserve_up_to_the_limit_exactly);
 	tcase_add_test(tc, reserve_is_a_reservation_not_a_check);
 	tcase_add_test(tc, reserve_zero_always_succeeds);
@@ -730,9 +728,7 @@ int main(void)
 	tcase_add_test(tc, reserve_against_the_kernels_figure);
 	tcase_add_test(tc, meta_charge_against_the_kernels_figure);
 	tcase_add_test(tc, concurrent_reservations_never_pass_the_limit);
-	suite_add_tcase(s, tc);
 
-	tcase_add_checked_fixture(tm, setup, teardown);
 	tcase_add_test(tm, meta_counts_what_the_allocator_spends_unbound);
 	tcase_add_test(tm, meta_calloc_and_strdup);
 	tcase_add_test(tm, meta_bound_charges_the_accounting);
@@ -742,7 +738,5 @@ int main(void)
 	tcase_add_test(tm, meta_credit_lets_reserved_metadata_through_at_the_limit);
 	tcase_add_test(tm, meta_unlimited_passes_the_limit_on_this_thread_only);
 	tcase_add_test(tm, trim_waits_for_enough_freed_metadata);
-	suite_add_tcase(s, tm);
-
 	return utest_run(s);
 }

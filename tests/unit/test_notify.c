@@ -546,10 +546,8 @@ END_TEST
 static Suite *notify_suite(void)
 {
 	Suite *s = suite_create("notify");
-	TCase *tc = tcase_create("notify");
+	TCase *tc = utest_tcase(s, "notify", setup, teardown, 20);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_report_waits_for_the_invalidation);
 	tcase_add_test(tc, test_small_file_does_not_wait_behind_a_large_one);
 	tcase_add_test(tc, test_root_purge_waits_for_every_file);
@@ -561,7 +559,6 @@ static Suite *notify_suite(void)
 	tcase_add_test(tc, test_root_purge_reply_does_not_wait_for_name_deletion);
 	tcase_add_test(tc, test_file_purge_unlinks_auto_unlink_file);
 	tcase_add_test(tc, test_file_purge_keeps_plain_names);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -233,7 +233,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("opts");
-	TCase *tc = tcase_create("core");
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
 
 	tcase_add_test(tc, size_accepts_decimal_hex_and_suffixes);
 	tcase_add_test(tc, size_rejects_malformed_values);
@@ -246,6 +246,5 @@ int main(void)
 	tcase_add_test(tc, parse_auto_unmount);
 	tcase_add_test(tc, parse_names_the_first_option_only_a_new_mount_changes);
 	tcase_add_test(tc, asked_finds_whole_items_of_o_lists);
-	suite_add_tcase(s, tc);
 	return utest_run(s);
 }

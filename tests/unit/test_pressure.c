@@ -836,7 +836,8 @@ int main(void)
 				parse_mountinfo, v2_sources_and_headroom, v2_need, v1_need };
 	const TTest *threaded[] = { missing_sources_named_once, thread_purges_on_event_and_avail };
 	Suite *s = suite_create("pressure");
-	TCase *tc = tcase_create("core"), *th = tcase_create("thread");
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
+	TCase *th = utest_tcase(s, "thread", NULL, NULL, 30);
 	int status;
 
 	strcpy(BASE, "/tmp/vfs-pressure-XXXXXX");
@@ -848,9 +849,6 @@ int main(void)
 		tcase_add_test(tc, core[i]);
 	for (unsigned i = 0; i < sizeof(threaded) / sizeof(threaded[0]); i++)
 		tcase_add_test(th, threaded[i]);
-	tcase_set_timeout(th, 30);
-	suite_add_tcase(s, tc);
-	suite_add_tcase(s, th);
 	status = utest_run(s);
 	if (nftw(BASE, rm_one, 16, FTW_DEPTH | FTW_PHYS)) {
 		perror(BASE);

@@ -71,11 +71,10 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("tbuf");
-	TCase *tc = tcase_create("core");
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
 
 	tcase_add_test(tc, grows_and_keeps_its_bytes);
 	tcase_add_test(tc, shrink_gives_back_only_past_keep);
 	tcase_add_test(tc, each_thread_has_its_own);
-	suite_add_tcase(s, tc);
 	return utest_run(s);
 }

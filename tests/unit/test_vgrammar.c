@@ -620,7 +620,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("vgrammar");
-	TCase *tc = tcase_create("core");
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
 
 	tcase_add_test(tc, ranges_spec_example);
 	tcase_add_test(tc, ranges_without_flags_get_default_priority);
@@ -652,6 +652,5 @@ int main(void)
 	tcase_add_test(tc, strbuf_appends_formatted_text);
 	tcase_add_test(tc, strbuf_refuses_past_value_max);
 	tcase_add_test(tc, strbuf_refusal_restores_partial_tail);
-	suite_add_tcase(s, tc);
 	return utest_run(s);
 }

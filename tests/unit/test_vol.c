@@ -644,10 +644,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("vol");
-	TCase *tc = tcase_create("core");
+	TCase *tc = utest_tcase(s, "core", setup, teardown, 30);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, mark_shows_units_sorted_with_flags);
 	tcase_add_test(tc, overlapping_mark_absorbs_touching_stays);
 	tcase_add_test(tc, unmark_splits_and_reports_bytes_and_purged);
@@ -672,6 +670,5 @@ int main(void)
 	tcase_add_test(tc, units_past_eof_are_capped);
 	tcase_add_test(tc, units_past_eof_cap_counts_what_is_there_now);
 	tcase_add_test(tc, mark_flood_ends_at_the_limit);
-	suite_add_tcase(s, tc);
 	return utest_run(s);
 }

@@ -8,6 +8,18 @@
 #include "meta.h"
 #include "utest.h"
 
+TCase *utest_tcase(Suite *s, const char *name, SFun setup, SFun teardown, double timeout)
+{
+	TCase *tc = tcase_create(name);
+
+	if (setup || teardown)
+		tcase_add_checked_fixture(tc, setup, teardown);
+	if (timeout > 0)
+		tcase_set_timeout(tc, timeout);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 int utest_run(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

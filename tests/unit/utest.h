@@ -1,7 +1,8 @@
 /*
  * utest: what the unit suites share, linked into each as a static library.
  *
- *   main()   utest_run(): runs a suite and gives main()'s exit status;
+ *   main()   utest_tcase(): a test case of a suite, with its fixture and timeout;
+ *            utest_run(): runs the suite and gives main()'s exit status;
  *   fs       utest_fs_init() and utest_fs_destroy(): a struct fs without a mount, and its
  *            end, which asserts that everything it took was given back;
  *   mem      utest_mem_freeze(): a struct mem whose base no longer follows the kernel's
@@ -20,6 +21,11 @@
 
 struct fs;
 struct mem;
+
+/* A test case of s named name, with this checked fixture unless setup and teardown are both
+ * NULL, and this timeout in seconds unless it is 0 (then Check's default, which
+ * CK_DEFAULT_TIMEOUT sets). */
+TCase *utest_tcase(Suite *s, const char *name, SFun setup, SFun teardown, double timeout);
 
 /* Runs every test of s and frees it.  Check itself reads CK_FORK, CK_RUN_CASE,
  * CK_DEFAULT_TIMEOUT and CK_TIMEOUT_MULTIPLIER from the environment.  Returns the exit
