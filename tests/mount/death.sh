@@ -43,29 +43,14 @@ holder_pid=
 
 cleanup()
 {
-	local status=$? i
+	local status=$?
 	trap - ERR EXIT
 	set +e
 	if [[ -n $holder_pid ]]; then
 		kill -KILL "$holder_pid" 2> /dev/null
 		wait "$holder_pid" 2> /dev/null
 	fi
-	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
-		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt" 2> /dev/null
-	fi
-	if [[ -n $hpid ]] && kill -0 "$hpid" 2> /dev/null; then
-		kill -TERM "$hpid" 2> /dev/null
-		for ((i = 0; i < 30; i++)); do
-			kill -0 "$hpid" 2> /dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$hpid" 2> /dev/null
-		wait "$hpid" 2> /dev/null
-	fi
-	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
-		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt" 2> /dev/null
-	fi
-	[[ -n $hmnt ]] && rmdir "$hmnt" 2> /dev/null
+	end_daemon
 	rm -rf "$tmp"
 	exit "$status"
 }

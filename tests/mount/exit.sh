@@ -40,18 +40,7 @@ cleanup()
 	trap - ERR
 	set +e
 	[[ -n $holder ]] && kill "$holder" 2> /dev/null
-	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
-		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt"
-	fi
-	if [[ -n $hpid ]] && kill -0 "$hpid" 2> /dev/null; then
-		kill -TERM "$hpid"
-		sleep 1
-		kill -KILL "$hpid" 2> /dev/null
-	fi
-	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
-		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt"
-	fi
-	[[ -n $hmnt ]] && rmdir "$hmnt" 2> /dev/null
+	end_daemon
 	rm -rf "$tmp"
 	exit "$status"
 }

@@ -186,6 +186,31 @@ start_daemon()
 	done
 }
 
+# end_daemon: for a test's cleanup, after start_daemon: unmount hmnt (lazily),
+# stop hpid (SIGTERM, and SIGKILL if it still runs 3 s later), unmount again in
+# case the daemon went without unmounting, and remove the directory.  Prints
+# nothing and always succeeds.
+end_daemon()
+{
+	local i
+	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
+		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt" 2> /dev/null
+	fi
+	if [[ -n $hpid ]] && pid_running "$hpid"; then
+		kill -TERM "$hpid" 2> /dev/null
+		for ((i = 0; i < 30; i++)); do
+			pid_running "$hpid" || break
+			sleep 0.1
+		done
+		kill -KILL "$hpid" 2> /dev/null
+		wait "$hpid" 2> /dev/null
+	fi
+	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
+		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt" 2> /dev/null
+	fi
+	[[ -z $hmnt ]] || rmdir "$hmnt" 2> /dev/null || true
+}
+
 # stat_of KEY [DIR]: KEY's value in user.volatile.stats of the mount root DIR
 # ($VFS_TEST_DIR by default); empty when there is no such key.  A read that
 # fails, or hangs for 10 s, prints getfattr's message on stderr and gives the
