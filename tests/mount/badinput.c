@@ -81,15 +81,6 @@ static const char *daemon_bin;
 /* ---------------------------------------------------------------------------------------- */
 /* Fixture                                                                                  */
 
-static uint8_t pat(uint64_t off)
-{
-	uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull;
-
-	x ^= x >> 29;
-	x *= 0x94D049BB133111EBull;
-	return (uint8_t)(x % 255 + 1);
-}
-
 /*
  * f: 64 KiB of pattern; unit 0:16K priority 1 purged, then bytes 0..99 rewritten (purged
  * set 100:16284); unit 32K:16K priority 3 age; user.foo = "bar".  d: a directory.  p: a
@@ -100,8 +91,7 @@ static void make_fixture(void)
 	uint8_t buf[FSIZE];
 	int fd = CHECK(open("f", O_RDWR | O_CREAT | O_TRUNC, 0644));
 
-	for (long i = 0; i < FSIZE; i++)
-		buf[i] = pat((uint64_t)i);
+	pattern_fill(buf, FSIZE, 0, 0);
 	ck_assert_int_eq(pwrite(fd, buf, FSIZE, 0), FSIZE);
 	CHECK(volatilefs_mark(fd, 0, 16 * KIB, VOLATILEFS_PRIORITY(1)));
 	CHECK(setxattr("f", "user.volatile.purge", "all", 3, 0));

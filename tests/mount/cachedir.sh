@@ -52,7 +52,7 @@ setfattr -n user.volatile.auto -v unlink cache
 eq "set unlink" "$(auto cache)" unlink
 mkdir cache/sub
 eq "unlink is inherited" "$(auto cache/sub)" unlink
-grep -q '^files_unlinked_total=0$' <<< "$(getfattr --only-values -n user.volatile.stats .)" ||
+[[ $(stat_of files_unlinked_total) == 0 ]] ||
 	fail "stats lack files_unlinked_total=0 once a directory has auto=unlink"
 ok "stats count files_unlinked_total"
 
@@ -89,7 +89,7 @@ done
 ok "the newest files are present and intact"
 [[ -e cache/held ]] || fail "the open file was unlinked"
 ok "the open file was skipped"
-unlinked=$(getfattr --only-values -n user.volatile.stats . | sed -n 's/^files_unlinked_total=//p')
+unlinked=$(stat_of files_unlinked_total)
 (( unlinked >= n )) || fail "files_unlinked_total=$unlinked, want >= $n"
 ok "files_unlinked_total=$unlinked"
 names=$(find cache -type f | wc -l)

@@ -8,13 +8,6 @@
 # misses), and the stats to show purges and unlinked files.
 # shellcheck shell=bash
 
-# stat_value KEY: KEY's value in user.volatile.stats of the mount.
-stat_value()
-{
-	getfattr --absolute-names --only-values -n user.volatile.stats "$VFS_TEST_DIR" |
-		sed -n "s/^$1=//p"
-}
-
 # tighten_limit MIB: set the mount's memory_limit (user.volatile.memory_limit
 # on the root) to the daemon's RSS plus a headroom of MIB MiB +
 # RSS/8, and set headroom (bytes) for the caller to size its work: twice the
@@ -43,16 +36,16 @@ tighten_limit()
 	limit=$((rss + headroom))
 	setfattr -n user.volatile.memory_limit -v "$limit" "$VFS_TEST_DIR"
 	eq "memory_limit lowered to RSS $((rss / 1024)) KiB + $((headroom / 1024)) KiB" \
-		"$(stat_value memory_limit)" "$limit"
+		"$(stat_of memory_limit)" "$limit"
 }
 
 # purges_check: the limit forced purges that unlinked files.
 purges_check()
 {
 	local purges unlinked
-	purges=$(stat_value purges_total)
-	unlinked=$(stat_value files_unlinked_total)
+	purges=$(stat_of purges_total)
+	unlinked=$(stat_of files_unlinked_total)
 	((purges > 0)) || fail "purges_total=$purges: the limit forced no purge"
 	((unlinked > 0)) || fail "files_unlinked_total=$unlinked: no cache file was unlinked"
-	ok "purges_total=$purges files_unlinked_total=$unlinked purged_bytes_total=$(stat_value purged_bytes_total) (daemon VmRSS $(daemon_rss_kib) KiB)"
+	ok "purges_total=$purges files_unlinked_total=$unlinked purged_bytes_total=$(stat_of purged_bytes_total) (daemon VmRSS $(daemon_rss_kib) KiB)"
 }

@@ -37,35 +37,20 @@ need getfattr attr
 daemon=$(daemon_path "$1")
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-death.XXXXXX")
-mnt=
-dpid=
+hmnt=
 hpid=
+holder_pid=
 
 cleanup()
 {
-	local status=$? i
+	local status=$?
 	trap - ERR EXIT
 	set +e
-	if [[ -n $hpid ]]; then
-		kill -KILL "$hpid" 2> /dev/null
-		wait "$hpid" 2> /dev/null
+	if [[ -n $holder_pid ]]; then
+		kill -KILL "$holder_pid" 2> /dev/null
+		wait "$holder_pid" 2> /dev/null
 	fi
-	if [[ -n $mnt ]] && is_mounted "$mnt"; then
-		fusermount3 -uz "$mnt" 2> /dev/null || umount -l "$mnt" 2> /dev/null
-	fi
-	if [[ -n $dpid ]] && kill -0 "$dpid" 2> /dev/null; then
-		kill -TERM "$dpid" 2> /dev/null
-		for ((i = 0; i < 30; i++)); do
-			kill -0 "$dpid" 2> /dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$dpid" 2> /dev/null
-		wait "$dpid" 2> /dev/null
-	fi
-	if [[ -n $mnt ]] && is_mounted "$mnt"; then
-		fusermount3 -uz "$mnt" 2> /dev/null || umount -l "$mnt" 2> /dev/null
-	fi
-	[[ -n $mnt ]] && rmdir "$mnt" 2> /dev/null
+	end_daemon
 	rm -rf "$tmp"
 	exit "$status"
 }
@@ -75,41 +60,20 @@ trap 'exit 143' TERM
 
 shmem_kib() { awk '/^Shmem:/ { print $2 }' /proc/meminfo; }
 
-# start_daemon OPTS: mount on a fresh directory in the foreground, as
-# with-mount.sh does; sets mnt and dpid.
-start_daemon()
-{
-	local deadline st
-	mnt=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-test.XXXXXX")
-	"$daemon" -f -o "$1" "$mnt" > "$tmp/log" 2>&1 < /dev/null &
-	dpid=$!
-	deadline=$((SECONDS + 10))
-	until is_mounted "$mnt"; do
-		if ! kill -0 "$dpid" 2> /dev/null; then
-			st=0
-			wait "$dpid" || st=$?
-			dpid=
-			fail "-o $1: daemon exited with status $st before mounting: $(cat "$tmp/log")"
-		fi
-		((SECONDS < deadline)) || fail "-o $1: $mnt not mounted after 10 s"
-		sleep 0.05
-	done
-}
-
 # kill_daemon: SIGKILL, and reap it.
 kill_daemon()
 {
-	kill -KILL "$dpid"
-	wait "$dpid" 2> /dev/null || true
-	dpid=
+	kill -KILL "$hpid"
+	wait "$hpid" 2> /dev/null || true
+	hpid=
 }
 
 # gone_within WHAT SECONDS: the mountpoint stops being a mount in time.
 gone_within()
 {
 	local start=$SECONDS
-	while is_mounted "$mnt"; do
-		((SECONDS - start < $2)) || fail "$1: $mnt still mounted $2 s after the daemon was killed"
+	while is_mounted "$hmnt"; do
+		((SECONDS - start < $2)) || fail "$1: $hmnt still mounted $2 s after the daemon was killed"
 		sleep 0.05
 	done
 	ok "$1: the mount went away within $((SECONDS - start + 1)) s of the kill"
@@ -217,9 +181,9 @@ start_holder()
 	local ctl=$tmp/ctl deadline=$((SECONDS + 30))
 	rm -f "$ctl".*
 	python3 "$tmp/holder.py" "$1" "$ctl" "$2" > "$tmp/holder.out" 2>&1 &
-	hpid=$!
+	holder_pid=$!
 	until [[ -e $ctl.ready ]]; do
-		kill -0 "$hpid" 2> /dev/null || fail "the holder ended before it was ready: $(cat "$tmp/holder.out")"
+		kill -0 "$holder_pid" 2> /dev/null || fail "the holder ended before it was ready: $(cat "$tmp/holder.out")"
 		((SECONDS < deadline)) || fail "the holder is not ready after 30 s"
 		sleep 0.05
 	done
@@ -231,7 +195,7 @@ holder_checks()
 	local ctl=$tmp/ctl deadline=$((SECONDS + 30)) line
 	touch "$ctl.go"
 	until [[ -e $ctl.done ]]; do
-		kill -0 "$hpid" 2> /dev/null || fail "$1: the holder ended during its checks: $(cat "$tmp/holder.out")"
+		kill -0 "$holder_pid" 2> /dev/null || fail "$1: the holder ended during its checks: $(cat "$tmp/holder.out")"
 		((SECONDS < deadline)) || fail "$1: the holder's checks did not end within 30 s"
 		sleep 0.05
 	done
@@ -248,20 +212,19 @@ end_holder()
 {
 	local st=0
 	touch "$tmp/ctl.end"
-	wait "$hpid" || st=$?
-	hpid=
+	wait "$holder_pid" || st=$?
+	holder_pid=
 	((st == 0)) || fail "the holder exited with status $st: $(cat "$tmp/holder.out")"
 }
 
 # 1. The passthrough path: the mount goes, and its memory once the holder ends.
-start_daemon passthrough=on,memory_limit=256M
-eq "passthrough: stats" "$(getfattr --absolute-names --only-values -n user.volatile.stats "$mnt" |
-	sed -n 's/^passthrough=//p')" on
+start_daemon "$daemon" "$tmp/log" -o passthrough=on,memory_limit=256M
+eq "passthrough: stats" "$(stat_of passthrough "$hmnt")" on
 s0=$(shmem_kib)
-write_pattern "$mnt/big" 64
+write_pattern "$hmnt/big" 64
 s1=$(shmem_kib)
 ok "passthrough: 64 MiB written (Shmem $s0 -> $s1 KiB)"
-start_holder "$mnt/big" pt
+start_holder "$hmnt/big" pt
 kill_daemon
 gone_within passthrough 10
 holder_checks passthrough
@@ -274,31 +237,31 @@ while now=$(shmem_kib) && ((before - now < 48 * 1024)); do
 	sleep 0.1
 done
 ok "passthrough: within $((SECONDS - start + 1)) s of the holder's end, Shmem fell by $(((before - now) / 1024)) MiB ($before -> $now KiB)"
-rmdir "$mnt"
-mnt=
+rmdir "$hmnt"
+hmnt=
 
 # 2. The classic path: the mount goes too.
-start_daemon passthrough=off,memory_limit=256M
-write_pattern "$mnt/f" 1
-start_holder "$mnt/f" classic
+start_daemon "$daemon" "$tmp/log" -o passthrough=off,memory_limit=256M
+write_pattern "$hmnt/f" 1
+start_holder "$hmnt/f" classic
 kill_daemon
 gone_within classic 10
 holder_checks classic
 end_holder
-rmdir "$mnt"
-mnt=
+rmdir "$hmnt"
+hmnt=
 
 # 3. auto_unmount=off: the dead mount stays, as before.
-start_daemon passthrough=on,auto_unmount=off
-echo data > "$mnt/f"
+start_daemon "$daemon" "$tmp/log" -o passthrough=on,auto_unmount=off
+echo data > "$hmnt/f"
 kill_daemon
 sleep 1
-is_mounted "$mnt" || fail "auto_unmount=off: the mount went away when the daemon died"
+is_mounted "$hmnt" || fail "auto_unmount=off: the mount went away when the daemon died"
 expect_fail "auto_unmount=off: the dead mount stays (ENOTCONN) after 1 s" \
-	"Transport endpoint is not connected" stat "$mnt/f"
-umount -l "$mnt"
-rmdir "$mnt"
-mnt=
+	"Transport endpoint is not connected" stat "$hmnt/f"
+umount -l "$hmnt"
+rmdir "$hmnt"
+hmnt=
 st=0
 m=$(mktemp -d)
 out=$(timeout 20 "$daemon" -f -o auto_unmount=maybe "$m" 2>&1) || st=$?
@@ -312,18 +275,18 @@ ok "auto_unmount=maybe is refused: $out"
 # libfuse without a default subtype, and it then runs fusermount3 with our
 # standard output and error.  Daemonizing: the daemon leaves the output file
 # once mounted, so whoever still has it open is the watchdog.
-mnt=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-test.XXXXXX")
+hmnt=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-test.XXXXXX")
 out=$tmp/out
 st=0
-timeout 20 "$daemon" -o fsname=vfsdeath,passthrough=off "$mnt" > "$out" 2>&1 < /dev/null || st=$?
+timeout 20 "$daemon" -o fsname=vfsdeath,passthrough=off "$hmnt" > "$out" 2>&1 < /dev/null || st=$?
 eq "fsname=, daemonizing: exit status" "$st" 0
-is_mounted "$mnt" || fail "fsname=, daemonizing: $mnt not mounted"
+is_mounted "$hmnt" || fail "fsname=, daemonizing: $hmnt not mounted"
 holders=$(find /proc/[0-9]*/fd -lname "$out" 2> /dev/null | cut -d/ -f3 | sort -u) || true
 [[ -z $holders ]] ||
 	fail "fsname=, daemonizing: the output file is held by: $(for p in $holders; do tr '\0' ' ' < "/proc/$p/cmdline"; echo; done)"
 ok "fsname=, daemonizing: nobody holds the caller's output once mounted"
-watchdog=$(pgrep -f -- "fusermount3 .*-- $mnt\$") || fail "fsname=: no fusermount3 watching $mnt"
-umount "$mnt"
+watchdog=$(pgrep -f -- "fusermount3 .*-- $hmnt\$") || fail "fsname=: no fusermount3 watching $hmnt"
+umount "$hmnt"
 start=$SECONDS
 while kill -0 "$watchdog" 2> /dev/null; do
 	((SECONDS - start < 10)) || fail "fusermount3 $watchdog still runs 10 s after umount"
@@ -331,5 +294,5 @@ while kill -0 "$watchdog" 2> /dev/null; do
 done
 [[ ! -s $out ]] || fail "fsname=: output after umount: $(cat "$out")"
 ok "fsname=: umount ends the watchdog, nothing printed"
-rmdir "$mnt"
-mnt=
+rmdir "$hmnt"
+hmnt=

@@ -228,26 +228,6 @@ static bool unit_purged(const char *path)
 	return purged;
 }
 
-/* One key of user.volatile.stats on the root. */
-static uint64_t stat_key(const char *key)
-{
-	char *s = xattr_get(root_dir, "user.volatile.stats");
-	size_t klen = strlen(key);
-	uint64_t v = 0;
-	bool found = false;
-
-	for (char *line = s; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		if (strncmp(line, key, klen) == 0 && line[klen] == '=') {
-			v = strtoull(line + klen + 1, NULL, 10);
-			found = true;
-			break;
-		}
-	}
-	ck_assert_msg(found, "user.volatile.stats has no %s line:\n%s", key, s);
-	free(s);
-	return v;
-}
-
 static void root_set(const char *name, const char *value)
 {
 	vset(root_dir, name, value);
@@ -260,7 +240,7 @@ static void root_set(const char *name, const char *value)
  */
 static uint64_t held(void)
 {
-	return stat_key("rss") + stat_key("shared_bytes");
+	return mount_stat(root_dir, "rss") + mount_stat(root_dir, "shared_bytes");
 }
 
 /* Does the mount run on the passthrough path (stats: passthrough=on)? */
@@ -281,7 +261,7 @@ static uint64_t daemon_rss(void)
 	FILE *f;
 
 	if (daemon_pid <= 0)
-		return stat_key("rss");
+		return mount_stat(root_dir, "rss");
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)daemon_pid);
 	f = fopen(path, "r");
 	if (!f)
@@ -389,11 +369,11 @@ static void setup(void)
 	snprintf(lim, sizeof(lim), "%" PRIu64, start_limit);
 	root_set("user.volatile.memory_limit", lim);
 	root_set("user.volatile.purge", "all");
-	for (int i = 0; i < 100 && stat_key("data_bytes") > (uint64_t)MIB; i++)
+	for (int i = 0; i < 100 && mount_stat(root_dir, "data_bytes") > (uint64_t)MIB; i++)
 		nap_ms(100);
-	ck_assert_msg(stat_key("data_bytes") <= (uint64_t)MIB,
+	ck_assert_msg(mount_stat(root_dir, "data_bytes") <= (uint64_t)MIB,
 		      "%" PRIu64 " bytes of data still held 10 s after the earlier tests' files "
-		      "were deleted", stat_key("data_bytes"));
+		      "were deleted", mount_stat(root_dir, "data_bytes"));
 	mtest_setup();
 }
 
@@ -533,8 +513,9 @@ static void sampler_stop(struct sampler *s)
 
 START_TEST(write_flood_stays_under_limit_and_purges_oldest_first)
 {
-	uint64_t limit = stat_key("memory_limit"), margin = rss_margin(limit);
-	uint64_t purges0 = stat_key("purges_total"), enospc0 = stat_key("enospc_total");
+	uint64_t limit = mount_stat(root_dir, "memory_limit"), margin = rss_margin(limit);
+	uint64_t purges0 = mount_stat(root_dir, "purges_total");
+	uint64_t enospc0 = mount_stat(root_dir, "enospc_total");
 	uint8_t *buf = xmalloc(FLOOD_SIZE);
 	char name[32], range[32];
 	struct sampler s;
@@ -552,7 +533,7 @@ START_TEST(write_flood_stays_under_limit_and_purges_oldest_first)
 			sampler_stop(&s);
 			ck_abort_msg("file %d of %d: open(%s, O_CREAT) failed with %s, with %" PRIu64
 				     " volatile bytes held", i, FLOOD_FILES, name, errname(errno),
-				     stat_key("volatile_bytes"));
+				     mount_stat(root_dir, "volatile_bytes"));
 		}
 		mark(name, "0:0");
 		rnd_fill(buf, FLOOD_SIZE, (uint64_t)i + 1);
@@ -562,7 +543,7 @@ START_TEST(write_flood_stays_under_limit_and_purges_oldest_first)
 			ck_abort_msg("file %d of %d: write failed after %zu bytes with %s while %" PRIu64
 				     " volatile bytes were held (spec: ENOSPC only when nothing "
 				     "volatile is left)", i, FLOOD_FILES, done, errname(err),
-				     stat_key("volatile_bytes"));
+				     mount_stat(root_dir, "volatile_bytes"));
 		}
 		CHECK(close(fd));
 	}
@@ -570,14 +551,14 @@ START_TEST(write_flood_stays_under_limit_and_purges_oldest_first)
 	fprintf(stderr, "evict: flood: %d x 1 MiB volatile, VmRSS max %" PRIu64 " KiB over %" PRIu64
 		" samples (limit %" PRIu64 " KiB + margin %" PRIu64 " KiB), purges %" PRIu64 "\n",
 		FLOOD_FILES, s.max / KIB, s.samples, limit / KIB, margin / KIB,
-		stat_key("purges_total") - purges0);
+		mount_stat(root_dir, "purges_total") - purges0);
 	ck_assert_msg(s.samples > 10, "only %" PRIu64 " VmRSS samples", s.samples);
 	ck_assert_msg(s.max <= limit + margin,
 		      "daemon VmRSS reached %" PRIu64 " KiB, over the limit %" PRIu64
 		      " KiB + %" PRIu64 " KiB", s.max / KIB, limit / KIB, margin / KIB);
-	ck_assert_msg(stat_key("purges_total") > purges0, "400 MiB through a %" PRIu64
+	ck_assert_msg(mount_stat(root_dir, "purges_total") > purges0, "400 MiB through a %" PRIu64
 		      " MiB limit and purges_total did not move", limit / MIB);
-	ck_assert_uint_eq(stat_key("enospc_total"), enospc0);
+	ck_assert_uint_eq(mount_stat(root_dir, "enospc_total"), enospc0);
 
 	/*
 	 * The purged ones come first: judged on the purged lists alone, read newest first and
@@ -630,7 +611,8 @@ END_TEST
 
 START_TEST(enospc_only_when_nothing_volatile_is_left)
 {
-	uint64_t limit = stat_key("memory_limit"), enospc0 = stat_key("enospc_total");
+	uint64_t limit = mount_stat(root_dir, "memory_limit");
+	uint64_t enospc0 = mount_stat(root_dir, "enospc_total");
 	int max_files = (int)(limit / MIB) + 16, nfiles = 0, err = 0, fail_at = -1, ndel;
 	size_t *written = xmalloc(sizeof(size_t) * (size_t)max_files);
 	uint8_t *buf = xmalloc(MIB), *got;
@@ -647,7 +629,7 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 		CHECK(close(fd));
 		mark(name, "0:0");
 	}
-	ck_assert_uint_ge(stat_key("volatile_bytes"), ENOSPC_VOLATILE * MIB);
+	ck_assert_uint_ge(mount_stat(root_dir, "volatile_bytes"), ENOSPC_VOLATILE * MIB);
 
 	/* Non-volatile 1 MiB files until a write fails. */
 	for (nfiles = 0; nfiles < max_files; nfiles++) {
@@ -674,9 +656,9 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 		      fail_at, errname(err));
 	fprintf(stderr, "evict: enospc: ENOSPC after %" PRIu64 " KiB of non-volatile data (%s)\n",
 		total / KIB, written[fail_at] || nfiles > fail_at ? "in write" : "in create");
-	ck_assert_msg(stat_key("volatile_bytes") == 0,
+	ck_assert_msg(mount_stat(root_dir, "volatile_bytes") == 0,
 		      "ENOSPC while %" PRIu64 " volatile bytes were still held: they must be "
-		      "purged first", stat_key("volatile_bytes"));
+		      "purged first", mount_stat(root_dir, "volatile_bytes"));
 	/* enospc_total counts the ENOSPCs the daemon answers.  On the passthrough path the
 	 * kernel wrote these files itself (they hold no volatile range), and the ENOSPC it
 	 * returned is not counted: a fallocate always reaches the daemon. */
@@ -685,7 +667,7 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 	ck_assert_msg(err == ENOSPC, "a fallocate of the whole limit on the full mount: %s, "
 		      "expected ENOSPC", err ? errname(err) : "success");
 	CHECK(close(fd));
-	ck_assert_uint_gt(stat_key("enospc_total"), enospc0);
+	ck_assert_uint_gt(mount_stat(root_dir, "enospc_total"), enospc0);
 	/*
 	 * The daemon was full: the refused 1 MiB did not fit under the limit (the daemon's
 	 * own memory, buffers and metadata, counts too).  The RSS read now is lower than the
@@ -707,7 +689,7 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 	extra = getenv("VFS_EVICT_EXTRA_MB") ? (uint64_t)atoi(getenv("VFS_EVICT_EXTRA_MB")) * MIB : 0;
 	rss = held();
 	fprintf(stderr, "evict: enospc: at ENOSPC rss %" PRIu64 " KiB, data_bytes %" PRIu64
-		" KiB, limit %" PRIu64 " KiB\n", rss / KIB, stat_key("data_bytes") / KIB,
+		" KiB, limit %" PRIu64 " KiB\n", rss / KIB, mount_stat(root_dir, "data_bytes") / KIB,
 		limit / KIB);
 	ck_assert_msg(rss + MIB + rss_margin(limit) + extra >= limit,
 		      "ENOSPC with rss %" PRIu64 " KiB, more than %" PRIu64 " KiB under the limit %"
@@ -768,7 +750,7 @@ START_TEST(enospc_only_when_nothing_volatile_is_left)
 		/* A deadline for a hang, not a speed: 10 s was once too short under ASan. */
 		ck_assert_msg(now_s() - t0 < 30, "writes still fail with ENOSPC 30 s after %d MiB of "
 			      "files were deleted (data_bytes %" PRIu64 " KiB, rss %" PRIu64 " KiB, limit %"
-			      PRIu64 " KiB)", ndel, stat_key("data_bytes") / KIB, held() / KIB,
+			      PRIu64 " KiB)", ndel, mount_stat(root_dir, "data_bytes") / KIB, held() / KIB,
 			      limit / KIB);
 		nap_ms(100);
 	}
@@ -872,7 +854,8 @@ START_TEST(pressure_purges_lowest_priority_then_aged_then_lru)
 		{ "p7", "priority=7" },
 	};
 	enum { N = sizeof(f) / sizeof(f[0]) };
-	uint64_t limit = stat_key("memory_limit"), low = stat_key("memory_low");
+	uint64_t limit = mount_stat(root_dir, "memory_limit");
+	uint64_t low = mount_stat(root_dir, "memory_low");
 	/* One unit more than covers what a purge must free (down from the limit to
 	 * memory_low less the 1 MiB write): then each purge takes exactly one. */
 	uint64_t unit = (limit - low + MIB - 1) / MIB * MIB + 4 * MIB;
@@ -1013,7 +996,7 @@ START_TEST(lowering_memory_limit_purges_at_once)
 		snprintf(name, sizeof(name), "v%02d", i);
 		make_volatile(name, MIB, (uint64_t)i + 1, "");
 	}
-	vol0 = stat_key("volatile_bytes");
+	vol0 = mount_stat(root_dir, "volatile_bytes");
 	ck_assert_msg(vol0 >= LIMIT_FILES * MIB, "volatile_bytes %" PRIu64 " after marking %d MiB",
 		      vol0, LIMIT_FILES);
 	/*
@@ -1028,14 +1011,14 @@ START_TEST(lowering_memory_limit_purges_at_once)
 	ck_assert_msg(new_limit >= 16 * MIB && rss0 > new_limit + 16 * MIB,
 		      "rss %" PRIu64 " KiB with %" PRIu64 " KiB volatile: cannot test", rss0 / KIB,
 		      vol0 / KIB);
-	purges0 = stat_key("purges_total");
+	purges0 = mount_stat(root_dir, "purges_total");
 
 	t0 = now_s();
 	snprintf(name, sizeof(name), "%" PRIu64, new_limit);
 	root_set("user.volatile.memory_limit", name);
 	/* At once: the call that lowers the limit purges before it returns. */
-	purges1 = stat_key("purges_total");
-	vol1 = stat_key("volatile_bytes");
+	purges1 = mount_stat(root_dir, "purges_total");
+	vol1 = mount_stat(root_dir, "volatile_bytes");
 	ck_assert_msg(purges1 > purges0 && vol1 < vol0,
 		      "setting memory_limit %" PRIu64 " KiB under rss %" PRIu64 " KiB returned "
 		      "with nothing purged (purges_total %" PRIu64 " -> %" PRIu64 ", volatile_bytes "
@@ -1049,7 +1032,7 @@ START_TEST(lowering_memory_limit_purges_at_once)
 			break;
 		nap_ms(50);
 	}
-	vol1 = stat_key("volatile_bytes");
+	vol1 = mount_stat(root_dir, "volatile_bytes");
 	vmrss = daemon_rss();
 	fprintf(stderr, "evict: limit: %" PRIu64 " MiB -> %" PRIu64 " MiB: rss %" PRIu64 " -> %"
 		PRIu64 " KiB (after %.3f s), VmRSS %" PRIu64 " KiB, volatile_bytes %" PRIu64 " -> %"
@@ -1066,7 +1049,7 @@ START_TEST(lowering_memory_limit_purges_at_once)
 	v = xattr_get(root_dir, "user.volatile.memory_limit");
 	ck_assert_uint_eq(strtoull(v, NULL, 10), new_limit);
 	free(v);
-	low = stat_key("memory_low");
+	low = mount_stat(root_dir, "memory_low");
 	ck_assert_msg(low == new_limit / 10 * 9 + new_limit % 10 * 9 / 10 || low == new_limit * 9 / 10,
 		      "memory_low %" PRIu64 " is not 90%% of the new limit %" PRIu64, low,
 		      new_limit);
@@ -1078,7 +1061,7 @@ START_TEST(lowering_memory_limit_purges_at_once)
 	/* The fixture puts the limit back for the next test; do it now too. */
 	snprintf(name, sizeof(name), "%" PRIu64, start_limit);
 	root_set("user.volatile.memory_limit", name);
-	ck_assert_uint_eq(stat_key("memory_limit"), start_limit);
+	ck_assert_uint_eq(mount_stat(root_dir, "memory_limit"), start_limit);
 }
 END_TEST
 

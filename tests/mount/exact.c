@@ -141,40 +141,6 @@ static int loss_rounds = LOSS_ROUNDS;
 /* ---------------------------------------------------------------------------------------- */
 /* Helpers                                                                                  */
 
-/* Bytes that depend on their offset and a seed, never 0, so a purged (zeroed) byte shows. */
-static uint8_t pat(uint64_t off, unsigned seed)
-{
-	uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
-
-	x ^= x >> 29;
-	x *= 0x94D049BB133111EBull;
-	x ^= x >> 32;
-	return (uint8_t)(x % 255 + 1);
-}
-
-static void fill_pat(uint8_t *buf, uint64_t off, size_t len, unsigned seed)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = pat(off + i, seed);
-}
-
-/* Creates name with size bytes of the pattern (seed 1); returns an O_RDWR descriptor. */
-static int make_file(const char *name, size_t size)
-{
-	int fd = CHECK(open(name, O_RDWR | O_CREAT | O_TRUNC, 0644));
-	size_t chunk = 4 * MIB;
-	uint8_t *buf = xmalloc(chunk);
-
-	for (size_t off = 0; off < size; off += chunk) {
-		size_t n = size - off < chunk ? size - off : chunk;
-
-		fill_pat(buf, off, n, 1);
-		pwrite_all(fd, buf, n, (off_t)off);
-	}
-	free(buf);
-	return fd;
-}
-
 static void set_attr(const char *path, const char *name, const char *value)
 {
 	ck_assert_msg(setxattr(path, name, value, strlen(value), 0) == 0,
@@ -621,7 +587,7 @@ static void assert_every_read(int fd, const uint8_t *want, const char *when)
 START_TEST(stale_splice_family_after_purge)
 {
 	uint8_t *zeros = calloc(1, STALE_SIZE);
-	int fd = make_file("f", STALE_SIZE);
+	int fd = make_file_pattern("f", STALE_SIZE, 1);
 
 	CHECK(close(fd));
 	set_attr("f", "user.volatile.mark", "0:0");
@@ -636,7 +602,7 @@ END_TEST
 START_TEST(stale_splice_family_cached_before_purge)
 {
 	uint8_t *zeros = calloc(1, STALE_SIZE), *data = xmalloc(STALE_SIZE), *buf;
-	int fd = make_file("f", STALE_SIZE), pfd[2], mfd;
+	int fd = make_file_pattern("f", STALE_SIZE, 1), pfd[2], mfd;
 	off_t off = 0;
 	ssize_t n;
 
@@ -644,7 +610,7 @@ START_TEST(stale_splice_family_cached_before_purge)
 	set_attr("f", "user.volatile.mark", "0:0");
 	fd = CHECK(open("f", O_RDWR));
 	/* Read it through splice and sendfile first: the data, and whatever they cache. */
-	fill_pat(data, 0, STALE_SIZE, 1);
+	pattern_fill(data, STALE_SIZE, 0, 1);
 	buf = xmalloc(STALE_SIZE);
 	CHECK(pipe(pfd));
 	n = CHECK(splice(fd, &off, pfd[1], NULL, STALE_SIZE, 0));
@@ -677,12 +643,12 @@ START_TEST(withdrawn_store_into_purged_page)
 	const size_t size = W_PAGES * PG;
 	const uint64_t lo = PG, hi = 2 * PG; /* the page stored into */
 	uint8_t *want = xmalloc(size);
-	int fd = make_file("f", size), purges = 0;
+	int fd = make_file_pattern("f", size, 1), purges = 0;
 	volatile uint8_t *m;
 	struct stat st;
 	bool listed = false;
 
-	fill_pat(want, 0, size, 1);
+	pattern_fill(want, size, 0, 1);
 	CHECK(close(fd));
 	set_attr("f", "user.volatile.mark", "0:0");
 	fd = CHECK(open("f", O_RDWR));
@@ -745,11 +711,11 @@ START_TEST(withdrawn_memcpy_straddling_purges)
 	const size_t size = STRADDLE_SIZE, rlo = 1000, rhi = STRADDLE_SIZE - 1000;
 	const size_t chunk = 64 * 1024;
 	uint8_t *want = xmalloc(size), *src = xmalloc(size);
-	int fd = make_file("f", size);
+	int fd = make_file_pattern("f", size, 1);
 	unsigned passes = 0;
 	uint8_t *m;
 
-	fill_pat(want, 0, size, 1);
+	pattern_fill(want, size, 0, 1);
 	CHECK(close(fd));
 	set_attr("f", "user.volatile.mark", "0:0");
 	fd = CHECK(open("f", O_RDWR));
@@ -761,7 +727,7 @@ START_TEST(withdrawn_memcpy_straddling_purges)
 		bool last;
 		char when[128];
 
-		fill_pat(src, 0, size, 10 + (unsigned)r);
+		pattern_fill(src, size, 0, 10 + (unsigned)r);
 		memcpy(want + rlo, src + rlo, rhi - rlo);
 		ck_assert_int_eq(pthread_create(&th, NULL, purger_main, &p), 0);
 		do {
@@ -797,7 +763,7 @@ static void unmark_case(bool sync)
 {
 	const size_t size = W_PAGES * PG;
 	const uint64_t lo = PG; /* the page stored into */
-	int fd = make_file("f", size), purged = -1;
+	int fd = make_file_pattern("f", size, 1), purged = -1;
 	volatile uint8_t *m;
 	uint8_t sink = 0;
 	uint64_t bytes = UINT64_MAX;

@@ -30,9 +30,9 @@ daemon=$(daemon_path "$1")
 
 hmnt=
 hpid=
-hlog=
 holder=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-exit.XXXXXX")
+hlog=$tmp/daemon.log
 
 cleanup()
 {
@@ -40,18 +40,7 @@ cleanup()
 	trap - ERR
 	set +e
 	[[ -n $holder ]] && kill "$holder" 2> /dev/null
-	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
-		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt"
-	fi
-	if [[ -n $hpid ]] && kill -0 "$hpid" 2> /dev/null; then
-		kill -TERM "$hpid"
-		sleep 1
-		kill -KILL "$hpid" 2> /dev/null
-	fi
-	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
-		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt"
-	fi
-	[[ -n $hmnt ]] && rmdir "$hmnt" 2> /dev/null
+	end_daemon
 	rm -rf "$tmp"
 	exit "$status"
 }
@@ -59,31 +48,11 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# start_daemon: mount by hand, as with-mount.sh does.
-start_daemon()
-{
-	hmnt=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-test.XXXXXX")
-	hlog=$tmp/daemon.log
-	"$daemon" -f "$hmnt" > "$hlog" 2>&1 < /dev/null &
-	hpid=$!
-	local deadline=$((SECONDS + 10))
-	until is_mounted "$hmnt"; do
-		if ! kill -0 "$hpid" 2> /dev/null; then
-			local st=0
-			wait "$hpid" || st=$?
-			hpid=
-			fail "daemon exited with status $st before mounting: $(cat "$hlog")"
-		fi
-		((SECONDS < deadline)) || fail "$hmnt not mounted after 10 s"
-		sleep 0.05
-	done
-}
-
 # expect_clean_exit WHAT: the daemon exits 0 within 10 s, unmounted, silent.
 expect_clean_exit()
 {
 	local what=$1 st=0 deadline=$((SECONDS + 10))
-	while kill -0 "$hpid" 2> /dev/null && [[ $(awk '/^State:/ { print $2 }' "/proc/$hpid/status" 2> /dev/null) != Z ]]; do
+	while pid_running "$hpid"; do
 		((SECONDS < deadline)) || fail "$what: daemon still running after 10 s"
 		sleep 0.05
 	done
@@ -105,11 +74,11 @@ bash "$vfs_dir/with-mount.sh" "$daemon" -- bash "${BASH_SOURCE[0]}" --mounted "$
 ! is_mounted "$(cat "$rec")" || fail "$(cat "$rec") still mounted after with-mount.sh"
 ok "fusermount3 -u: exit status 0, mount gone"
 
-start_daemon
+start_daemon "$daemon" "$hlog"
 kill -TERM "$hpid"
 expect_clean_exit "SIGTERM"
 
-start_daemon
+start_daemon "$daemon" "$hlog"
 echo held > "$hmnt/held"
 (cd "$hmnt" && exec 3< held && exec sleep 60) &
 holder=$!
@@ -129,7 +98,7 @@ wait "$holder" 2> /dev/null || true
 holder=
 
 if [[ $EUID -eq 0 ]]; then
-	start_daemon
+	start_daemon "$daemon" "$hlog"
 	umount "$hmnt"
 	expect_clean_exit "umount"
 else

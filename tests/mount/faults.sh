@@ -62,11 +62,11 @@ daemon=$(daemon_path "$1")
 
 hmnt=
 hpid=
-hlog=
 hconn=
 loads=()
 fusectl_mounted=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-faults.XXXXXX")
+hlog=$tmp/daemon.log
 
 # descendants PID...: the processes below the PIDs, at any depth, from one
 # snapshot of the process table (one ps, not a pgrep per process: with 80
@@ -122,10 +122,7 @@ gone()
 
 daemon_alive()
 {
-	[[ -n $hpid ]] || return 1
-	local st
-	st=$(awk '/^State:/ { print $2 }' "/proc/$hpid/status" 2> /dev/null) || return 1
-	[[ -n $st && $st != Z ]]
+	[[ -n $hpid ]] && pid_running "$hpid"
 }
 
 unmount_lazy()
@@ -181,24 +178,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# start_daemon [OPTION...]: mount by hand on a new directory, foreground.
-start_daemon()
+# start_daemon_with_conn [OPTION...]: start_daemon, then find the mount's
+# connection in the fuse control filesystem (hconn); VFS_TEST_DIR and
+# VFS_DAEMON_PID name the new mount and daemon for lib.sh's checks.
+start_daemon_with_conn()
 {
-	hmnt=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-test.XXXXXX")
-	hlog=$tmp/daemon.log
-	"$daemon" -f "$@" "$hmnt" > "$hlog" 2>&1 < /dev/null &
-	hpid=$!
-	local deadline=$((SECONDS + 10))
-	until is_mounted "$hmnt"; do
-		if ! daemon_alive; then
-			local st=0
-			wait "$hpid" || st=$?
-			hpid=
-			fail "daemon exited with status $st before mounting: $(cat "$hlog")"
-		fi
-		((SECONDS < deadline)) || fail "$hmnt not mounted after 10 s"
-		sleep 0.05
-	done
+	start_daemon "$daemon" "$hlog" "$@"
 	# The kernel connection is named by the minor number of the mount's device.
 	local dev
 	dev=$(awk -v m="$hmnt" '$5 == m { print $3 }' /proc/self/mountinfo)
@@ -232,11 +217,6 @@ sanitizer_check()
 	if grep -qE 'AddressSanitizer|LeakSanitizer|ThreadSanitizer|UndefinedBehaviorSanitizer|runtime error:' "$hlog"; then
 		fail "$1: sanitizer report from the daemon: $(head -c 4000 "$hlog")"
 	fi
-}
-
-stat_of()
-{
-	getfattr --absolute-names --only-values -n user.volatile.stats "$hmnt" 2> /dev/null | awk -F= -v k="$1" '$1 == k { print $2 }'
 }
 
 # healthy WHAT: the daemon is alive, stat/write/read work, stats can be read,
@@ -332,7 +312,7 @@ fi
 scenario_kills()
 {
 	local base_files base_data size purger marker xloop deadline
-	start_daemon
+	start_daemon_with_conn
 	base_files=$(stat_of files)
 	base_data=$(stat_of data_bytes)
 
@@ -420,7 +400,7 @@ scenario_kills()
 scenario_busy()
 {
 	local holder st out
-	start_daemon
+	start_daemon_with_conn
 	load holder 'exec 3> held; exec 4< held; while :; do echo x >&3; head -c 10 <&4 > /dev/null; done'
 	holder=$load_pid
 	# Until the holder has both files open (a fixed 0.3 s was not always
@@ -453,7 +433,7 @@ scenario_busy()
 scenario_reporters()
 {
 	local k s
-	start_daemon
+	start_daemon_with_conn
 	truncate -s 32M "$hmnt/mm"
 	load mmap 'exec fio --name=mmap --filename=mm --size=32M --bs=4k --rw=randwrite --ioengine=mmap --time_based --runtime=60 --numjobs=2 --output=/dev/null'
 	load purger 'while :; do setfattr -n user.volatile.mark -v all mm; setfattr -n user.volatile.purge -v all mm; done'
@@ -482,7 +462,7 @@ scenario_term()
 {
 	local round
 	for round in 1 2 3 4 5; do
-		start_daemon
+		start_daemon_with_conn
 		load writer 'i=0; while :; do dd if=/dev/zero of="w$((i % 4))" bs=64k count=16 status=none; i=$((i + 1)); done'
 		load volatile ': > v; setfattr -n user.volatile.mark -v all v; while :; do
 			dd if=/dev/zero of=v bs=64k count=16 conv=notrunc status=none
@@ -520,7 +500,7 @@ room_for_data()
 scenario_tiny()
 {
 	local limit i purges st out enospc size
-	start_daemon -o memory_limit=4M
+	start_daemon_with_conn -o memory_limit=4M
 	limit=$((4 * 1024 * 1024))
 	room_for_data "at the start"
 	# Warm the daemon up (large writes and reads touch its request and reply
@@ -585,7 +565,7 @@ scenario_abort()
 		return 0
 	fi
 	for round in 1 2 3; do
-		start_daemon
+		start_daemon_with_conn
 		load writer 'i=0; while :; do dd if=/dev/zero of="w$((i % 4))" bs=64k count=16 status=none; i=$((i + 1)); done'
 		load volatile ': > v; setfattr -n user.volatile.mark -v all v; while :; do
 			dd if=/dev/zero of=v bs=64k count=16 conv=notrunc status=none

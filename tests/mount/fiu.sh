@@ -117,6 +117,7 @@ done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-fiu.XXXXXX")
 mnt=$tmp/mnt
+VFS_TEST_DIR=$mnt # the mount stat_of reads
 log=$tmp/daemon.log
 ctl=$tmp/fiu
 dpid=
@@ -234,12 +235,6 @@ problem()
 {
 	printf '%s: FAIL - %s\n' "$vfs_test" "$*" >&2
 	problems=$((problems + 1))
-}
-
-stat_of()
-{
-	timeout 10 getfattr --absolute-names --only-values -n user.volatile.stats "$mnt" |
-		awk -F= -v k="$1" '$1 == k { print $2 }'
 }
 
 # --- the mount, under fiu-run, no failure enabled ---------------------------

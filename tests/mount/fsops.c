@@ -68,55 +68,6 @@
 /* ---------------------------------------------------------------------------------------- */
 /* Helpers                                                                                  */
 
-/* Bytes that depend on their file offset without repeating every 256 or 4096 bytes, so a
- * write or read landing at the wrong offset shows up. */
-static uint8_t pat(uint64_t off, unsigned seed)
-{
-	uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
-
-	x ^= x >> 29;
-	x *= 0x94D049BB133111EBull;
-	return (uint8_t)(x ^ (x >> 32));
-}
-
-static void pat_fill(uint8_t *buf, size_t len, uint64_t off, unsigned seed)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = pat(off + i, seed);
-}
-
-/* Asserts buf holds the pattern of [off, off + len).  One assertion, on the first byte that
- * differs: Check's assertions each write to a pipe, and one per byte of 8 MiB took a minute
- * on a loaded machine. */
-static void pat_assert(const uint8_t *buf, size_t len, uint64_t off, unsigned seed)
-{
-	size_t i = 0;
-
-	while (i < len && buf[i] == pat(off + i, seed))
-		i++;
-	ck_assert_msg(i == len, "byte at file offset %llu is 0x%02x, expected 0x%02x",
-		      (unsigned long long)(off + i), buf[i], pat(off + i, seed));
-}
-
-static void zero_assert(const uint8_t *buf, size_t len, uint64_t off)
-{
-	size_t i = 0;
-
-	while (i < len && buf[i] == 0)
-		i++;
-	ck_assert_msg(i == len, "byte at file offset %llu is 0x%02x, expected 0",
-		      (unsigned long long)(off + i), buf[i]);
-}
-
-/* Creates (or truncates) path with these contents and closes it. */
-static void make_file(const char *path, const void *buf, size_t len)
-{
-	int fd = CHECK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-
-	pwrite_all(fd, buf, len, 0);
-	CHECK(close(fd));
-}
-
 /* Asserts path holds exactly these contents. */
 static void assert_contents(const char *path, const void *want, size_t len)
 {
@@ -312,14 +263,14 @@ START_TEST(write_then_read_returns_same_bytes)
 	uint8_t out[10000], in[sizeof(out) + 1];
 	int fd;
 
-	pat_fill(out, sizeof(out), 0, 1);
+	pattern_fill(out, sizeof(out), 0, 1);
 	fd = CHECK(open("f", O_RDWR | O_CREAT | O_EXCL, 0644));
 	ck_assert_int_eq(CHECK(write(fd, out, sizeof(out))), sizeof(out));
 	CHECK(close(fd));
 
 	fd = CHECK(open("f", O_RDONLY));
 	ck_assert_int_eq(pread_all(fd, in, sizeof(in), 0), sizeof(out));
-	pat_assert(in, sizeof(out), 0, 1);
+	pattern_assert(in, sizeof(out), 0, 1);
 	CHECK(close(fd));
 }
 END_TEST
@@ -333,7 +284,7 @@ END_TEST
 
 START_TEST(o_excl_on_existing_file_fails_eexist)
 {
-	make_file("f", "x", 1);
+	make_file_with("f", "x", 1);
 	ASSERT_ERRNO(open("f", O_RDWR | O_CREAT | O_EXCL, 0644), EEXIST);
 	assert_contents("f", "x", 1);
 }
@@ -343,7 +294,7 @@ START_TEST(o_append_writes_at_end_of_file)
 {
 	int fd;
 
-	make_file("f", "hello", 5);
+	make_file_with("f", "hello", 5);
 	fd = CHECK(open("f", O_WRONLY | O_APPEND));
 	CHECK(lseek(fd, 0, SEEK_SET));
 	ck_assert_int_eq(CHECK(write(fd, " world", 6)), 6);
@@ -372,8 +323,8 @@ START_TEST(o_trunc_empties_file)
 	uint8_t buf[3 * PAGE];
 	int fd;
 
-	pat_fill(buf, sizeof(buf), 0, 2);
-	make_file("f", buf, sizeof(buf));
+	pattern_fill(buf, sizeof(buf), 0, 2);
+	make_file_with("f", buf, sizeof(buf));
 	fd = CHECK(open("f", O_RDWR | O_TRUNC));
 	ck_assert_int_eq(xfstat(fd).st_size, 0);
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), 0), 0);
@@ -387,7 +338,7 @@ START_TEST(o_trunc_updates_mtime)
 	struct timespec before;
 	int fd;
 
-	make_file("f", "data", 4);
+	make_file_with("f", "data", 4);
 	set_past_times("f");
 	before = now();
 	fd = CHECK(open("f", O_WRONLY | O_TRUNC));
@@ -402,7 +353,7 @@ START_TEST(read_past_eof_returns_zero)
 	char buf[100];
 	int fd;
 
-	make_file("f", "0123456789", 10);
+	make_file_with("f", "0123456789", 10);
 	fd = CHECK(open("f", O_RDONLY));
 	ck_assert_int_eq(CHECK(pread(fd, buf, sizeof(buf), 5)), 5);
 	ck_assert_mem_eq(buf, "56789", 5);
@@ -420,18 +371,18 @@ START_TEST(unaligned_write_spanning_pages_keeps_surrounding_bytes)
 	uint8_t *buf = xmalloc(size + 1);
 	int fd;
 
-	pat_fill(buf, size, 0, 3);
-	make_file("f", buf, size);
+	pattern_fill(buf, size, 0, 3);
+	make_file_with("f", buf, size);
 	fd = CHECK(open("f", O_RDWR));
-	pat_fill(buf, len, off, 4);
+	pattern_fill(buf, len, off, 4);
 	pwrite_all(fd, buf, len, (off_t)off);
 	CHECK(close(fd));
 
 	fd = CHECK(open("f", O_RDONLY));
 	ck_assert_int_eq(pread_all(fd, buf, size + 1, 0), size);
-	pat_assert(buf, off, 0, 3);
-	pat_assert(buf + off, len, off, 4);
-	pat_assert(buf + off + len, size - off - len, off + len, 3);
+	pattern_assert(buf, off, 0, 3);
+	pattern_assert(buf + off, len, off, 4);
+	pattern_assert(buf + off + len, size - off - len, off + len, 3);
 	CHECK(close(fd));
 	free(buf);
 }
@@ -446,9 +397,9 @@ START_TEST(unaligned_write_past_eof_zero_fills_gap)
 	ck_assert_int_eq(CHECK(pwrite(fd, "XY", 2, PAGE - 1)), 2);
 	ck_assert_int_eq(xfstat(fd).st_size, PAGE + 1);
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), 0), PAGE + 1);
-	zero_assert(buf, 3, 0);
+	assert_zeros(buf, 3, 0);
 	ck_assert_int_eq(buf[3], 'a');
-	zero_assert(buf + 4, PAGE - 5, 4);
+	assert_zeros(buf + 4, PAGE - 5, 4);
 	ck_assert_mem_eq(buf + PAGE - 1, "XY", 2);
 	CHECK(close(fd));
 }
@@ -460,14 +411,14 @@ START_TEST(large_single_write_and_read_move_every_byte)
 	uint8_t *buf = xmalloc(len);
 	int fd = CHECK(open("f", O_RDWR | O_CREAT, 0644));
 
-	pat_fill(buf, len, 77, 5);
+	pattern_fill(buf, len, 77, 5);
 	ck_assert_int_eq(CHECK(pwrite(fd, buf, len, 77)), len);
 	CHECK(close(fd));
 
 	memset(buf, 0, len);
 	fd = CHECK(open("f", O_RDONLY));
 	ck_assert_int_eq(CHECK(pread(fd, buf, len, 77)), len);
-	pat_assert(buf, len, 77, 5);
+	pattern_assert(buf, len, 77, 5);
 	ck_assert_int_eq(xfstat(fd).st_size, len + 77);
 	CHECK(close(fd));
 	free(buf);
@@ -480,15 +431,15 @@ START_TEST(pwrite_beyond_4gib_reads_back_at_same_offset)
 	uint8_t buf[3000];
 	int fd = CHECK(open("f", O_RDWR | O_CREAT, 0644));
 
-	pat_fill(buf, sizeof(buf), (uint64_t)off, 6);
+	pattern_fill(buf, sizeof(buf), (uint64_t)off, 6);
 	pwrite_all(fd, buf, sizeof(buf), off);
 	ck_assert_int_eq(xfstat(fd).st_size, off + (off_t)sizeof(buf));
 	memset(buf, 0, sizeof(buf));
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), off), sizeof(buf));
-	pat_assert(buf, sizeof(buf), (uint64_t)off, 6);
+	pattern_assert(buf, sizeof(buf), (uint64_t)off, 6);
 	/* The same offset modulo 4 GiB is a hole. */
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), off - 4 * GIB), sizeof(buf));
-	zero_assert(buf, sizeof(buf), (uint64_t)(off - 4 * GIB));
+	assert_zeros(buf, sizeof(buf), (uint64_t)(off - 4 * GIB));
 	CHECK(close(fd));
 }
 END_TEST
@@ -516,10 +467,10 @@ START_TEST(hole_in_sparse_file_reads_as_zeros)
 	ck_assert_int_eq(CHECK(pwrite(fd, "tail", 4, 1 * GIB)), 4);
 	memset(buf, 0xaa, sizeof(buf));
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), 512 * MIB - 100), sizeof(buf));
-	zero_assert(buf, sizeof(buf), 512 * MIB - 100);
+	assert_zeros(buf, sizeof(buf), 512 * MIB - 100);
 	/* Reading across the end of a hole into data. */
 	ck_assert_int_eq(pread_all(fd, buf, 10, 1 * GIB - 6), 10);
-	zero_assert(buf, 6, 1 * GIB - 6);
+	assert_zeros(buf, 6, 1 * GIB - 6);
 	ck_assert_mem_eq(buf + 6, "tail", 4);
 	CHECK(close(fd));
 }
@@ -553,7 +504,7 @@ START_TEST(stat_and_fstat_agree)
 	int fd = CHECK(open("f", O_RDWR | O_CREAT, 0640));
 	struct stat a, b;
 
-	pat_fill(buf, sizeof(buf), 0, 7);
+	pattern_fill(buf, sizeof(buf), 0, 7);
 	pwrite_all(fd, buf, sizeof(buf), 0);
 	a = xfstat(fd);
 	b = xstat("f");
@@ -570,8 +521,8 @@ END_TEST
 
 START_TEST(new_files_have_distinct_inode_numbers)
 {
-	make_file("a", "", 0);
-	make_file("b", "", 0);
+	make_file_with("a", "", 0);
+	make_file_with("b", "", 0);
 	CHECK(mkdir("c", 0755));
 	ck_assert_uint_ne(xstat("a").st_ino, xstat("b").st_ino);
 	ck_assert_uint_ne(xstat("a").st_ino, xstat("c").st_ino);
@@ -584,8 +535,8 @@ START_TEST(st_blocks_counts_fully_written_mebibyte)
 	uint8_t *buf = xmalloc(MIB);
 	struct stat st;
 
-	pat_fill(buf, MIB, 0, 8);
-	make_file("f", buf, MIB);
+	pattern_fill(buf, MIB, 0, 8);
+	make_file_with("f", buf, MIB);
 	st = xstat("f");
 	ck_assert_int_eq(st.st_size, MIB);
 	ck_assert_int_ge(st.st_blocks, 2048);
@@ -606,7 +557,7 @@ START_TEST(ftruncate_to_1gib_holds_no_blocks)
 	ck_assert_int_eq(st.st_blocks, 0);
 	memset(buf, 0xaa, sizeof(buf));
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), GIB / 2), sizeof(buf));
-	zero_assert(buf, sizeof(buf), GIB / 2);
+	assert_zeros(buf, sizeof(buf), GIB / 2);
 	ck_assert_int_eq(xfstat(fd).st_blocks, 0); /* reading a hole allocates nothing */
 	CHECK(close(fd));
 }
@@ -614,7 +565,7 @@ END_TEST
 
 START_TEST(chmod_sets_permission_bits)
 {
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(chmod("f", 0640));
 	ck_assert_uint_eq(xstat("f").st_mode, S_IFREG | 0640);
 	CHECK(chmod("f", 04751));
@@ -640,7 +591,7 @@ START_TEST(chmod_updates_ctime)
 {
 	struct timespec c0, before;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	c0 = xstat("f").st_ctim;
 	nap();
 	before = now();
@@ -656,7 +607,7 @@ START_TEST(truncate_shrink_then_grow_reads_zeros_in_gap)
 	int fd;
 
 	memset(buf, 'A', 2 * PAGE);
-	make_file("f", buf, 2 * PAGE);
+	make_file_with("f", buf, 2 * PAGE);
 	fd = CHECK(open("f", O_RDWR));
 	CHECK(ftruncate(fd, 100));
 	ck_assert_int_eq(xfstat(fd).st_size, 100);
@@ -665,7 +616,7 @@ START_TEST(truncate_shrink_then_grow_reads_zeros_in_gap)
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), 0), 2 * PAGE);
 	for (int i = 0; i < 100; i++)
 		ck_assert_int_eq(buf[i], 'A');
-	zero_assert(buf + 100, 2 * PAGE - 100, 100);
+	assert_zeros(buf + 100, 2 * PAGE - 100, 100);
 	CHECK(close(fd));
 }
 END_TEST
@@ -675,13 +626,13 @@ START_TEST(truncate_by_path_grows_with_zeros)
 	uint8_t buf[10001];
 	int fd;
 
-	make_file("f", "hello", 5);
+	make_file_with("f", "hello", 5);
 	CHECK(truncate("f", 10000));
 	ck_assert_int_eq(xstat("f").st_size, 10000);
 	fd = CHECK(open("f", O_RDONLY));
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), 0), 10000);
 	ck_assert_mem_eq(buf, "hello", 5);
-	zero_assert(buf + 5, 10000 - 5, 5);
+	assert_zeros(buf + 5, 10000 - 5, 5);
 	CHECK(close(fd));
 }
 END_TEST
@@ -691,8 +642,8 @@ START_TEST(truncate_shrink_frees_blocks)
 	uint8_t *buf = xmalloc(MIB);
 	blkcnt_t before;
 
-	pat_fill(buf, MIB, 0, 9);
-	make_file("f", buf, MIB);
+	pattern_fill(buf, MIB, 0, 9);
+	make_file_with("f", buf, MIB);
 	before = xstat("f").st_blocks;
 	CHECK(truncate("f", 10 * PAGE));
 	ck_assert_int_le(xstat("f").st_blocks, before - (MIB - 10 * PAGE) / 512);
@@ -706,7 +657,7 @@ START_TEST(ftruncate_updates_mtime_and_ctime)
 	struct timespec before;
 	int fd;
 
-	make_file("f", "0123456789", 10);
+	make_file_with("f", "0123456789", 10);
 	set_past_times("f");
 	fd = CHECK(open("f", O_RDWR));
 	before = now();
@@ -722,7 +673,7 @@ START_TEST(utimensat_sets_explicit_times_to_the_nanosecond)
 	struct timespec ts[2] = { { 1234567890, 123456789 }, { 987654321, 987654321 } };
 	struct stat st;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(utimensat(AT_FDCWD, "f", ts, 0));
 	st = xstat("f");
 	ck_assert_int_eq(st.st_atim.tv_sec, 1234567890);
@@ -737,7 +688,7 @@ START_TEST(utimensat_utime_now_sets_current_time)
 	struct timespec ts[2] = { { 0, UTIME_NOW }, { 0, UTIME_NOW } }, before;
 	struct stat st;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	set_past_times("f");
 	before = now();
 	CHECK(utimensat(AT_FDCWD, "f", ts, 0));
@@ -752,7 +703,7 @@ START_TEST(utimensat_utime_omit_keeps_that_time)
 	struct timespec ts[2] = { { 0, UTIME_OMIT }, { 1500000000, 5 } };
 	struct stat st;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	set_past_times("f");
 	CHECK(utimensat(AT_FDCWD, "f", ts, 0));
 	st = xstat("f");
@@ -775,7 +726,7 @@ START_TEST(utimensat_updates_ctime)
 {
 	struct timespec c0, before;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	c0 = xstat("f").st_ctim;
 	nap();
 	before = now();
@@ -791,7 +742,7 @@ START_TEST(write_updates_mtime_and_ctime)
 	struct stat st;
 	int fd;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	set_past_times("f");
 	fd = CHECK(open("f", O_WRONLY));
 	c0 = xfstat(fd).st_ctim;
@@ -814,7 +765,7 @@ START_TEST(read_updates_atime_older_than_mtime)
 	char c;
 	int fd;
 
-	make_file("f", "abc", 3);
+	make_file_with("f", "abc", 3);
 	set_past_times("f"); /* atime older than mtime: relatime updates it */
 	fd = CHECK(open("f", O_RDONLY));
 	before = now();
@@ -832,7 +783,7 @@ START_TEST(create_updates_parent_mtime_and_ctime)
 	CHECK(mkdir("d", 0755));
 	set_past_times("d");
 	before = now();
-	make_file("d/f", "", 0);
+	make_file_with("d/f", "", 0);
 	assert_recent(xstat("d").st_mtim, before, "directory mtime");
 	assert_recent(xstat("d").st_ctim, before, "directory ctime");
 }
@@ -843,7 +794,7 @@ START_TEST(unlink_updates_parent_mtime)
 	struct timespec before;
 
 	CHECK(mkdir("d", 0755));
-	make_file("d/f", "", 0);
+	make_file_with("d/f", "", 0);
 	set_past_times("d");
 	before = now();
 	CHECK(unlink("d/f"));
@@ -857,7 +808,7 @@ START_TEST(rename_updates_both_parent_mtimes)
 
 	CHECK(mkdir("a", 0755));
 	CHECK(mkdir("b", 0755));
-	make_file("a/f", "", 0);
+	make_file_with("a/f", "", 0);
 	set_past_times("a");
 	set_past_times("b");
 	before = now();
@@ -874,7 +825,7 @@ START_TEST(chown_sets_owner_and_group)
 {
 	struct stat st;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(chown("f", 1234, 5678));
 	st = xstat("f");
 	ck_assert_uint_eq(st.st_uid, 1234);
@@ -888,7 +839,7 @@ END_TEST
 
 START_TEST(chown_clears_setuid_bit)
 {
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(chmod("f", 04755));
 	CHECK(chown("f", 1000, 1000));
 	ck_assert_uint_eq(xstat("f").st_mode, S_IFREG | 0755);
@@ -913,7 +864,7 @@ START_TEST(setgid_directory_gives_new_file_its_group)
 	CHECK(mkdir("d", 0755));
 	CHECK(chown("d", 0, 4321));
 	CHECK(chmod("d", 02775));
-	make_file("d/f", "", 0);
+	make_file_with("d/f", "", 0);
 	ck_assert_uint_eq(xstat("d/f").st_gid, 4321);
 	ck_assert_uint_eq(xstat("d/f").st_mode, S_IFREG | 0644);
 }
@@ -935,7 +886,7 @@ END_TEST
 
 START_TEST(mode_0600_root_file_denies_other_user_eacces)
 {
-	make_file("f", "secret", 6);
+	make_file_with("f", "secret", 6);
 	CHECK(chmod("f", 0600));
 	ASSERT_CHILD_ERRNO(as_nobody(NB_OPEN_READ, "f", NULL), EACCES);
 	ASSERT_CHILD_ERRNO(as_nobody(NB_WRITE_BYTE, "f", NULL), EACCES);
@@ -956,7 +907,7 @@ START_TEST(sticky_directory_other_user_cannot_unlink_eperm)
 {
 	CHECK(mkdir("s", 0755));
 	CHECK(chmod("s", 01777));
-	make_file("s/root", "r", 1);
+	make_file_with("s/root", "r", 1);
 	CHECK(chmod("s/root", 0666));
 	ASSERT_CHILD_ERRNO(as_nobody(NB_UNLINK, "s/root", NULL), EPERM);
 	assert_contents("s/root", "r", 1);
@@ -967,7 +918,7 @@ START_TEST(sticky_directory_other_user_cannot_rename_eperm)
 {
 	CHECK(mkdir("s", 0755));
 	CHECK(chmod("s", 01777));
-	make_file("s/root", "r", 1);
+	make_file_with("s/root", "r", 1);
 	CHECK(chmod("s/root", 0666));
 	ASSERT_CHILD_ERRNO(as_nobody(NB_RENAME, "s/root", "s/mine"), EPERM);
 	assert_contents("s/root", "r", 1);
@@ -989,7 +940,7 @@ END_TEST
 
 START_TEST(write_by_other_user_clears_setuid)
 {
-	make_file("f", "old", 3);
+	make_file_with("f", "old", 3);
 	CHECK(chown("f", 1000, 1000));
 	CHECK(chmod("f", 04777));
 	ck_assert_uint_eq(xstat("f").st_mode, S_IFREG | 04777);
@@ -1001,7 +952,7 @@ END_TEST
 
 START_TEST(write_by_other_user_clears_setgid_with_group_exec)
 {
-	make_file("f", "old", 3);
+	make_file_with("f", "old", 3);
 	CHECK(chown("f", 1000, 1000));
 	CHECK(chmod("f", 02777));
 	ASSERT_CHILD_ERRNO(as_nobody(NB_WRITE_BYTE, "f", NULL), 0);
@@ -1088,7 +1039,7 @@ END_TEST
 START_TEST(mkdir_over_existing_name_fails_eexist)
 {
 	CHECK(mkdir("d", 0755));
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	ASSERT_ERRNO(mkdir("d", 0755), EEXIST);
 	ASSERT_ERRNO(mkdir("f", 0755), EEXIST);
 }
@@ -1105,7 +1056,7 @@ END_TEST
 START_TEST(rmdir_non_empty_fails_enotempty)
 {
 	CHECK(mkdir("d", 0755));
-	make_file("d/f", "", 0);
+	make_file_with("d/f", "", 0);
 	ASSERT_ERRNO(rmdir("d"), ENOTEMPTY);
 	CHECK(unlink("d/f"));
 	CHECK(mkdir("d/sub", 0755));
@@ -1116,7 +1067,7 @@ END_TEST
 
 START_TEST(rmdir_on_file_fails_enotdir)
 {
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	ASSERT_ERRNO(rmdir("f"), ENOTDIR);
 	CHECK(symlink(".", "l"));
 	ASSERT_ERRNO(rmdir("l"), ENOTDIR);
@@ -1130,7 +1081,7 @@ START_TEST(directory_nlink_is_two_plus_subdirectories)
 	CHECK(mkdir("d/a", 0755));
 	CHECK(mkdir("d/b", 0755));
 	CHECK(mkdir("d/c", 0755));
-	make_file("d/file", "", 0);
+	make_file_with("d/file", "", 0);
 	CHECK(symlink("a", "d/link"));
 	ck_assert_uint_eq(xstat("d").st_nlink, 5);
 	CHECK(rmdir("d/b"));
@@ -1140,7 +1091,7 @@ END_TEST
 
 START_TEST(unlink_removes_name)
 {
-	make_file("f", "x", 1);
+	make_file_with("f", "x", 1);
 	CHECK(unlink("f"));
 	ASSERT_ERRNO(open("f", O_RDONLY), ENOENT);
 	ASSERT_ERRNO(unlink("f"), ENOENT);
@@ -1197,7 +1148,7 @@ END_TEST
 START_TEST(symlink_is_followed_by_open_and_stat)
 {
 	CHECK(mkdir("d", 0755));
-	make_file("d/f", "via target", 10);
+	make_file_with("d/f", "via target", 10);
 	CHECK(symlink("d/f", "l"));
 	assert_contents("l", "via target", 10);
 	ck_assert_uint_eq(xstat("l").st_ino, xstat("d/f").st_ino);
@@ -1211,14 +1162,14 @@ START_TEST(dangling_symlink_stat_fails_enoent)
 	ASSERT_ERRNO(stat("l", &(struct stat){ 0 }), ENOENT);
 	ck_assert(S_ISLNK(xlstat("l").st_mode));
 	/* Creating through it creates the target. */
-	make_file("l", "made", 4);
+	make_file_with("l", "made", 4);
 	assert_contents("nowhere", "made", 4);
 }
 END_TEST
 
 START_TEST(link_raises_and_unlink_lowers_nlink)
 {
-	make_file("a", "shared", 6);
+	make_file_with("a", "shared", 6);
 	ck_assert_uint_eq(xstat("a").st_nlink, 1);
 	CHECK(link("a", "b"));
 	ck_assert_uint_eq(xstat("a").st_nlink, 2);
@@ -1233,7 +1184,7 @@ START_TEST(link_shares_inode_and_data)
 {
 	int fd;
 
-	make_file("a", "before", 6);
+	make_file_with("a", "before", 6);
 	CHECK(mkdir("d", 0755));
 	CHECK(link("a", "d/b"));
 	ck_assert_uint_eq(xstat("a").st_ino, xstat("d/b").st_ino);
@@ -1254,8 +1205,8 @@ END_TEST
 
 START_TEST(link_over_existing_name_fails_eexist)
 {
-	make_file("a", "a", 1);
-	make_file("b", "b", 1);
+	make_file_with("a", "a", 1);
+	make_file_with("b", "b", 1);
 	ASSERT_ERRNO(link("a", "b"), EEXIST);
 	assert_contents("b", "b", 1);
 	ck_assert_uint_eq(xstat("a").st_nlink, 1);
@@ -1274,7 +1225,7 @@ START_TEST(rename_moves_file_keeping_inode_and_data)
 {
 	ino_t ino;
 
-	make_file("a", "payload", 7);
+	make_file_with("a", "payload", 7);
 	ino = xstat("a").st_ino;
 	CHECK(mkdir("d", 0755));
 	CHECK(rename("a", "d/b"));
@@ -1290,8 +1241,8 @@ START_TEST(rename_over_file_replaces_it_and_old_data_stays_readable_via_fd)
 	char buf[16];
 	int old;
 
-	make_file("target", "old data", 8);
-	make_file("source", "new", 3);
+	make_file_with("target", "old data", 8);
+	make_file_with("source", "new", 3);
 	old = CHECK(open("target", O_RDWR));
 	CHECK(rename("source", "target"));
 	ASSERT_ERRNO(access("source", F_OK), ENOENT);
@@ -1307,8 +1258,8 @@ END_TEST
 
 START_TEST(rename_noreplace_over_existing_fails_eexist)
 {
-	make_file("a", "a", 1);
-	make_file("b", "b", 1);
+	make_file_with("a", "a", 1);
+	make_file_with("b", "b", 1);
 	ASSERT_ERRNO(xrenameat2("a", "b", RENAME_NOREPLACE), EEXIST);
 	assert_contents("a", "a", 1);
 	assert_contents("b", "b", 1);
@@ -1317,7 +1268,7 @@ END_TEST
 
 START_TEST(rename_noreplace_to_free_name_moves)
 {
-	make_file("a", "a", 1);
+	make_file_with("a", "a", 1);
 	CHECK(xrenameat2("a", "b", RENAME_NOREPLACE));
 	ASSERT_ERRNO(access("a", F_OK), ENOENT);
 	assert_contents("b", "a", 1);
@@ -1328,8 +1279,8 @@ START_TEST(rename_exchange_swaps_files)
 {
 	ino_t ia, ib;
 
-	make_file("a", "contents of a", 13);
-	make_file("b", "b", 1);
+	make_file_with("a", "contents of a", 13);
+	make_file_with("b", "b", 1);
 	ia = xstat("a").st_ino;
 	ib = xstat("b").st_ino;
 	CHECK(xrenameat2("a", "b", RENAME_EXCHANGE));
@@ -1342,9 +1293,9 @@ END_TEST
 
 START_TEST(rename_exchange_swaps_file_and_directory)
 {
-	make_file("f", "file", 4);
+	make_file_with("f", "file", 4);
 	CHECK(mkdir("d", 0755));
-	make_file("d/inside", "in", 2);
+	make_file_with("d/inside", "in", 2);
 	CHECK(xrenameat2("f", "d", RENAME_EXCHANGE));
 	ck_assert(S_ISDIR(xstat("f").st_mode));
 	ck_assert(S_ISREG(xstat("d").st_mode));
@@ -1359,7 +1310,7 @@ START_TEST(rename_exchange_across_parents_moves_link_counts)
 	CHECK(mkdir("p1", 0755));
 	CHECK(mkdir("p2", 0755));
 	CHECK(mkdir("p1/dir", 0755));
-	make_file("p2/file", "", 0);
+	make_file_with("p2/file", "", 0);
 	ck_assert_uint_eq(xstat("p1").st_nlink, 3);
 	ck_assert_uint_eq(xstat("p2").st_nlink, 2);
 	CHECK(xrenameat2("p1/dir", "p2/file", RENAME_EXCHANGE));
@@ -1379,8 +1330,8 @@ START_TEST(rename_exchange_dirs_across_parents_updates_dotdot)
 	CHECK(mkdir("p2", 0755));
 	CHECK(mkdir("p1/x", 0755));
 	CHECK(mkdir("p2/y", 0755));
-	make_file("p1/x/was_x", "", 0);
-	make_file("p2/y/was_y", "", 0);
+	make_file_with("p1/x/was_x", "", 0);
+	make_file_with("p2/y/was_y", "", 0);
 	CHECK(xrenameat2("p1/x", "p2/y", RENAME_EXCHANGE));
 	/* The names stay; the directories behind them swap, and each ".." follows. */
 	ck_assert(S_ISREG(xstat("p1/x/was_y").st_mode));
@@ -1397,7 +1348,7 @@ START_TEST(rename_dir_over_non_empty_dir_fails_enotempty)
 {
 	CHECK(mkdir("a", 0755));
 	CHECK(mkdir("b", 0755));
-	make_file("b/f", "", 0);
+	make_file_with("b/f", "", 0);
 	ASSERT_ERRNO(rename("a", "b"), ENOTEMPTY);
 	ck_assert(S_ISDIR(xstat("a").st_mode));
 	ck_assert(S_ISREG(xstat("b/f").st_mode));
@@ -1409,7 +1360,7 @@ START_TEST(rename_dir_over_empty_dir_replaces_it)
 	ino_t ia;
 
 	CHECK(mkdir("a", 0755));
-	make_file("a/f", "f", 1);
+	make_file_with("a/f", "f", 1);
 	CHECK(mkdir("b", 0755));
 	ia = xstat("a").st_ino;
 	CHECK(rename("a", "b"));
@@ -1422,7 +1373,7 @@ END_TEST
 
 START_TEST(rename_file_over_dir_fails_eisdir)
 {
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(mkdir("d", 0755));
 	ASSERT_ERRNO(rename("f", "d"), EISDIR);
 	ck_assert(S_ISDIR(xstat("d").st_mode));
@@ -1431,7 +1382,7 @@ END_TEST
 
 START_TEST(rename_dir_over_file_fails_enotdir)
 {
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(mkdir("d", 0755));
 	ASSERT_ERRNO(rename("d", "f"), ENOTDIR);
 	ck_assert(S_ISREG(xstat("f").st_mode));
@@ -1518,7 +1469,7 @@ START_TEST(unlinked_open_file_does_not_block_new_file_of_same_name)
 
 	ck_assert_int_eq(CHECK(write(fd, "first", 5)), 5);
 	CHECK(unlink("f"));
-	make_file("f", "second", 6);
+	make_file_with("f", "second", 6);
 	ck_assert_uint_ne(xstat("f").st_ino, xfstat(fd).st_ino);
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), 0), 5);
 	ck_assert_mem_eq(buf, "first", 5);
@@ -1536,7 +1487,7 @@ START_TEST(readdir_lists_exactly_created_entries_with_d_type)
 	size_t n;
 
 	CHECK(mkdir("d", 0755));
-	make_file("d/file", "", 0);
+	make_file_with("d/file", "", 0);
 	CHECK(mkdir("d/sub", 0755));
 	CHECK(symlink("file", "d/link"));
 	CHECK(mknod("d/fifo", S_IFIFO | 0644, 0));
@@ -1559,7 +1510,7 @@ START_TEST(readdir_empty_directory_lists_dot_and_dotdot)
 	size_t n;
 
 	CHECK(mkdir("d", 0755));
-	make_file("d/f", "", 0);
+	make_file_with("d/f", "", 0);
 	CHECK(unlink("d/f"));
 	n = list_dir("d", ents, 4);
 	ck_assert_uint_eq(n, 2);
@@ -1574,7 +1525,7 @@ START_TEST(readdir_d_ino_matches_stat)
 	size_t n;
 
 	CHECK(mkdir("d", 0755));
-	make_file("d/f", "", 0);
+	make_file_with("d/f", "", 0);
 	CHECK(mkdir("d/s", 0755));
 	n = list_dir("d", ents, 8);
 	ck_assert_uint_eq(find_dent(ents, n, ".")->ino, xstat("d").st_ino);
@@ -1603,7 +1554,7 @@ static void make_entries(const char *dir, int count)
 	CHECK(mkdir(dir, 0755));
 	for (int i = 0; i < count; i++) {
 		snprintf(name, sizeof(name), "%s/e%04d", dir, i);
-		make_file(name, "", 0);
+		make_file_with(name, "", 0);
 	}
 }
 
@@ -1904,8 +1855,8 @@ START_TEST(open_by_handle_outlives_the_inode_cache)
 	int mfd, fd;
 
 	CHECK(mkdir("hd", 0755));
-	make_file("hd/f", "handled", 7);
-	make_file("gone", "x", 1);
+	make_file_with("hd/f", "handled", 7);
+	make_file_with("gone", "x", 1);
 	hf = handle_of("hd/f");
 	hd = handle_of("hd");
 	hgone = handle_of("gone");
@@ -1957,14 +1908,14 @@ START_TEST(rename_whiteout_leaves_a_whiteout_at_the_old_name)
 {
 	struct stat st;
 
-	make_file("wa", "whiteout", 8);
+	make_file_with("wa", "whiteout", 8);
 	CHECK(renameat2(AT_FDCWD, "wa", AT_FDCWD, "wb", RENAME_WHITEOUT));
 	CHECK(lstat("wa", &st));
 	ck_assert_msg(S_ISCHR(st.st_mode) && st.st_rdev == 0,
 		      "the old name: mode 0%o rdev %lu, want a character device 0:0",
 		      (unsigned)st.st_mode, (unsigned long)st.st_rdev);
 	assert_contents("wb", "whiteout", 8);
-	make_file("wc", "x", 1);
+	make_file_with("wc", "x", 1);
 	ck_assert_int_eq(renameat2(AT_FDCWD, "wc", AT_FDCWD, "wb",
 				   RENAME_WHITEOUT | RENAME_NOREPLACE), -1);
 	ck_assert_int_eq(errno, EEXIST);
@@ -2049,7 +2000,7 @@ START_TEST(rewinddir_shows_entries_created_since_opendir)
 	ck_assert_ptr_nonnull(d);
 	while (readdir(d) != NULL)
 		;
-	make_file("d/late", "", 0);
+	make_file_with("d/late", "", 0);
 	rewinddir(d);
 	while ((e = readdir(d)) != NULL)
 		found |= strcmp(e->d_name, "late") == 0;
@@ -2094,7 +2045,7 @@ START_TEST(statfs_reports_4096_byte_blocks_and_255_byte_names)
 	CHECK(statvfs(".", &sv));
 	ck_assert_uint_eq(sv.f_bsize, 4096);
 	ck_assert_uint_ge(sv.f_namemax, 255);
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	fd = CHECK(open("f", O_RDONLY));
 	CHECK(fstatvfs(fd, &sv));
 	ck_assert_uint_eq(sv.f_bsize, 4096);
@@ -2106,7 +2057,7 @@ START_TEST(flock_exclusive_conflicts_between_open_files)
 {
 	int a, b;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	a = CHECK(open("f", O_RDWR));
 	b = CHECK(open("f", O_RDWR));
 	CHECK(flock(a, LOCK_EX | LOCK_NB));
@@ -2156,7 +2107,7 @@ START_TEST(posix_lock_conflicts_across_processes)
 	struct flock seen;
 	int fd;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	fd = CHECK(open("f", O_RDWR));
 	CHECK(fcntl(fd, F_SETLK, &fl));
 	ASSERT_CHILD_ERRNO(child_setlk(&seen), EAGAIN);
@@ -2173,7 +2124,7 @@ START_TEST(posix_getlk_reports_lock_holder)
 	struct flock seen;
 	int fd;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	fd = CHECK(open("f", O_RDWR));
 	CHECK(fcntl(fd, F_SETLK, &fl));
 	child_setlk(&seen);
@@ -2193,8 +2144,8 @@ START_TEST(copy_file_range_copies_bytes)
 	off_t off_in = 1000, off_out = 0;
 	size_t done = 0;
 
-	pat_fill(buf, size, 0, 10);
-	make_file("src", buf, size);
+	pattern_fill(buf, size, 0, 10);
+	make_file_with("src", buf, size);
 	in = CHECK(open("src", O_RDONLY));
 	out = CHECK(open("dst", O_RDWR | O_CREAT, 0644));
 	while (done < len) {
@@ -2206,7 +2157,7 @@ START_TEST(copy_file_range_copies_bytes)
 	ck_assert_int_eq(xfstat(out).st_size, len);
 	memset(buf, 0, size);
 	ck_assert_int_eq(pread_all(out, buf, size, 0), len);
-	pat_assert(buf, len, 1000, 10);
+	pattern_assert(buf, len, 1000, 10);
 	CHECK(close(in));
 	CHECK(close(out));
 	free(buf);
@@ -2222,7 +2173,7 @@ START_TEST(xattr_binary_value_round_trips_on_file)
 {
 	char buf[64];
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", "user.bin", bin_value, sizeof(bin_value), 0));
 	ck_assert_int_eq(CHECK(getxattr("f", "user.bin", buf, sizeof(buf))), sizeof(bin_value));
 	ck_assert_mem_eq(buf, bin_value, sizeof(bin_value));
@@ -2244,7 +2195,7 @@ START_TEST(xattr_empty_value_round_trips)
 {
 	char buf[8];
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", "user.empty", "", 0, 0));
 	ck_assert_int_eq(CHECK(getxattr("f", "user.empty", buf, sizeof(buf))), 0);
 	ck_assert_int_eq(CHECK(getxattr("f", "user.empty", NULL, 0)), 0);
@@ -2257,7 +2208,7 @@ START_TEST(xattr_set_and_get_through_fd)
 	char buf[16];
 	int fd;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	fd = CHECK(open("f", O_RDONLY));
 	CHECK(fsetxattr(fd, "user.fd", "via fd", 6, 0));
 	ck_assert_int_eq(CHECK(getxattr("f", "user.fd", buf, sizeof(buf))), 6);
@@ -2269,7 +2220,7 @@ END_TEST
 
 START_TEST(xattr_size_probe_returns_value_length)
 {
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", "user.v", "twelve bytes", 12, 0));
 	ck_assert_int_eq(CHECK(getxattr("f", "user.v", NULL, 0)), 12);
 }
@@ -2279,7 +2230,7 @@ START_TEST(xattr_get_with_small_buffer_fails_erange)
 {
 	char buf[16];
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", "user.v", "twelve bytes", 12, 0));
 	ASSERT_ERRNO(getxattr("f", "user.v", buf, 11), ERANGE);
 	ASSERT_ERRNO(getxattr("f", "user.v", buf, 1), ERANGE);
@@ -2291,7 +2242,7 @@ START_TEST(xattr_create_on_existing_fails_eexist)
 {
 	char buf[8];
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", "user.v", "one", 3, XATTR_CREATE));
 	ASSERT_ERRNO(setxattr("f", "user.v", "two", 3, XATTR_CREATE), EEXIST);
 	ck_assert_int_eq(CHECK(getxattr("f", "user.v", buf, sizeof(buf))), 3);
@@ -2301,7 +2252,7 @@ END_TEST
 
 START_TEST(xattr_replace_on_missing_fails_enodata)
 {
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	ASSERT_ERRNO(setxattr("f", "user.v", "x", 1, XATTR_REPLACE), ENODATA);
 	ASSERT_ERRNO(getxattr("f", "user.v", NULL, 0), ENODATA);
 }
@@ -2311,7 +2262,7 @@ START_TEST(xattr_replace_with_shorter_value_shrinks_it)
 {
 	char buf[32];
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", "user.v", "a long first value", 18, 0));
 	CHECK(setxattr("f", "user.v", "short", 5, XATTR_REPLACE));
 	ck_assert_int_eq(CHECK(getxattr("f", "user.v", buf, sizeof(buf))), 5);
@@ -2323,7 +2274,7 @@ START_TEST(xattr_get_missing_fails_enodata)
 {
 	char buf[8];
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	ASSERT_ERRNO(getxattr("f", "user.missing", buf, sizeof(buf)), ENODATA);
 	CHECK(mkdir("d", 0755));
 	ASSERT_ERRNO(getxattr("d", "user.missing", NULL, 0), ENODATA);
@@ -2364,7 +2315,7 @@ START_TEST(listxattr_lists_exactly_the_user_names_set)
 	int n;
 	ssize_t len;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	list_user_xattrs("f", names, &n, 16);
 	ck_assert_int_eq(n, 0);
 	CHECK(setxattr("f", "user.a", "1", 1, 0));
@@ -2396,7 +2347,7 @@ START_TEST(listxattr_with_small_buffer_fails_erange)
 {
 	char buf[8];
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", "user.longer_name", "1", 1, 0));
 	ASSERT_ERRNO(listxattr("f", buf, sizeof(buf)), ERANGE);
 }
@@ -2407,7 +2358,7 @@ START_TEST(removexattr_then_get_fails_enodata)
 	char names[16][64];
 	int n;
 
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", "user.keep", "k", 1, 0));
 	CHECK(setxattr("f", "user.gone", "g", 1, 0));
 	CHECK(removexattr("f", "user.gone"));
@@ -2424,12 +2375,12 @@ START_TEST(xattr_64kib_value_round_trips)
 	const size_t len = 65536;
 	uint8_t *out = xmalloc(len), *in = xmalloc(len);
 
-	pat_fill(out, len, 0, 11);
-	make_file("f", "", 0);
+	pattern_fill(out, len, 0, 11);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", "user.big", out, len, 0));
 	ck_assert_int_eq(CHECK(getxattr("f", "user.big", NULL, 0)), len);
 	ck_assert_int_eq(CHECK(getxattr("f", "user.big", in, len)), len);
-	pat_assert(in, len, 0, 11);
+	pattern_assert(in, len, 0, 11);
 	free(out);
 	free(in);
 }
@@ -2442,7 +2393,7 @@ START_TEST(xattr_name_of_255_bytes_round_trips)
 	memcpy(name, "user.", 5);
 	memset(name + 5, 'n', 250);
 	name[255] = '\0';
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	CHECK(setxattr("f", name, "ok", 2, 0));
 	ck_assert_int_eq(CHECK(getxattr("f", name, buf, sizeof(buf))), 2);
 	ck_assert_mem_eq(buf, "ok", 2);
@@ -2469,7 +2420,7 @@ START_TEST(fallocate_extends_size_with_zeros)
 	ck_assert_int_eq(xfstat(fd).st_size, 10000);
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), 0), 10000);
 	ck_assert_mem_eq(buf, "head", 4);
-	zero_assert(buf + 4, 10000 - 4, 4);
+	assert_zeros(buf + 4, 10000 - 4, 4);
 	CHECK(close(fd));
 }
 END_TEST
@@ -2497,7 +2448,7 @@ START_TEST(fallocate_keep_size_keeps_size)
 	/* Growing later shows zeros where the allocation was. */
 	CHECK(ftruncate(fd, 100));
 	ck_assert_int_eq(pread_all(fd, buf, sizeof(buf), 50), 16);
-	zero_assert(buf, 16, 50);
+	assert_zeros(buf, 16, 50);
 	CHECK(close(fd));
 }
 END_TEST
@@ -2509,7 +2460,7 @@ START_TEST(fallocate_punch_hole_zeroes_range_and_frees_blocks)
 	int fd = CHECK(open("f", O_RDWR | O_CREAT, 0644));
 	blkcnt_t before;
 
-	pat_fill(buf, size, 0, 12);
+	pattern_fill(buf, size, 0, 12);
 	pwrite_all(fd, buf, size, 0);
 	before = xfstat(fd).st_blocks;
 	ck_assert_int_ge(before, (blkcnt_t)(size / 512));
@@ -2517,9 +2468,9 @@ START_TEST(fallocate_punch_hole_zeroes_range_and_frees_blocks)
 	ck_assert_int_eq(xfstat(fd).st_size, size);
 	ck_assert_int_le(xfstat(fd).st_blocks, before - 8 * PAGE / 512);
 	ck_assert_int_eq(pread_all(fd, buf, size, 0), size);
-	pat_assert(buf, 4 * PAGE, 0, 12);
-	zero_assert(buf + 4 * PAGE, 8 * PAGE, 4 * PAGE);
-	pat_assert(buf + 12 * PAGE, 4 * PAGE, 12 * PAGE, 12);
+	pattern_assert(buf, 4 * PAGE, 0, 12);
+	assert_zeros(buf + 4 * PAGE, 8 * PAGE, 4 * PAGE);
+	pattern_assert(buf + 12 * PAGE, 4 * PAGE, 12 * PAGE, 12);
 	CHECK(close(fd));
 	free(buf);
 }
@@ -2531,13 +2482,13 @@ START_TEST(fallocate_unaligned_punch_hole_zeroes_exact_bytes)
 	uint8_t *buf = xmalloc(size);
 	int fd = CHECK(open("f", O_RDWR | O_CREAT, 0644));
 
-	pat_fill(buf, size, 0, 13);
+	pattern_fill(buf, size, 0, 13);
 	pwrite_all(fd, buf, size, 0);
 	CHECK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len));
 	ck_assert_int_eq(pread_all(fd, buf, size, 0), size);
-	pat_assert(buf, off, 0, 13);
-	zero_assert(buf + off, len, off);
-	pat_assert(buf + off + len, size - off - len, off + len, 13);
+	pattern_assert(buf, off, 0, 13);
+	assert_zeros(buf + off, len, off);
+	pattern_assert(buf + off + len, size - off - len, off + len, 13);
 	CHECK(close(fd));
 	free(buf);
 }
@@ -2566,7 +2517,7 @@ static int make_two_extent_file(void)
 	uint8_t buf[PAGE];
 	int fd = CHECK(open("f", O_RDWR | O_CREAT, 0644));
 
-	pat_fill(buf, PAGE, 0, 14);
+	pattern_fill(buf, PAGE, 0, 14);
 	pwrite_all(fd, buf, PAGE, 0);
 	pwrite_all(fd, buf, PAGE, MIB);
 	ck_assert_int_eq(xfstat(fd).st_size, MIB + PAGE);
@@ -2644,13 +2595,13 @@ START_TEST(mmap_shared_write_is_seen_by_pread_on_other_fd)
 	CHECK(ftruncate(fd, (off_t)len));
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ck_assert_ptr_ne(map, MAP_FAILED);
-	pat_fill(map + 100, len - 200, 100, 15);
+	pattern_fill(map + 100, len - 200, 100, 15);
 	CHECK(msync(map, len, MS_SYNC));
 	other = CHECK(open("f", O_RDONLY));
 	ck_assert_int_eq(pread_all(other, buf, len, 0), len);
-	zero_assert(buf, 100, 0);
-	pat_assert(buf + 100, len - 200, 100, 15);
-	zero_assert(buf + len - 100, 100, len - 100);
+	assert_zeros(buf, 100, 0);
+	pattern_assert(buf + 100, len - 200, 100, 15);
+	assert_zeros(buf + len - 100, 100, len - 100);
 	CHECK(munmap(map, len));
 	CHECK(close(other));
 	CHECK(close(fd));
@@ -2688,7 +2639,7 @@ static uint8_t *map_file_with_past_times(const char *path, int *fd)
 {
 	uint8_t *map;
 
-	make_file(path, "", 0);
+	make_file_with(path, "", 0);
 	*fd = CHECK(open(path, O_RDWR));
 	CHECK(ftruncate(*fd, 2 * PAGE));
 	CHECK(close(*fd));
@@ -2760,13 +2711,13 @@ START_TEST(mmap_data_persists_after_munmap_and_close)
 	CHECK(ftruncate(fd, (off_t)len));
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ck_assert_ptr_ne(map, MAP_FAILED);
-	pat_fill(map, len, 0, 16);
+	pattern_fill(map, len, 0, 16);
 	CHECK(munmap(map, len));
 	CHECK(close(fd));
 
 	fd = CHECK(open("f", O_RDONLY));
 	ck_assert_int_eq(pread_all(fd, buf, len, 0), len);
-	pat_assert(buf, len, 0, 16);
+	pattern_assert(buf, len, 0, 16);
 	CHECK(close(fd));
 	free(buf);
 }
@@ -2789,7 +2740,7 @@ START_TEST(name_of_255_bytes_works)
 
 	fill_name(name, 255, 'f');
 	fill_name(dname, 255, 'd');
-	make_file(name, "long", 4);
+	make_file_with(name, "long", 4);
 	assert_contents(name, "long", 4);
 	CHECK(mkdir(dname, 0755));
 	n = list_dir(".", ents, 8);
@@ -2831,7 +2782,7 @@ START_TEST(rename_or_link_to_256_byte_name_fails_enametoolong)
 	char name[257];
 
 	fill_name(name, 256, 'f');
-	make_file("f", "", 0);
+	make_file_with("f", "", 0);
 	ASSERT_ERRNO(rename("f", name), ENAMETOOLONG);
 	ASSERT_ERRNO(link("f", name), ENAMETOOLONG);
 	ck_assert_uint_eq(xstat("f").st_nlink, 1);
@@ -2849,7 +2800,7 @@ START_TEST(path_50_directories_deep_works)
 	}
 	ck_assert_uint_lt(len + 6, sizeof(path));
 	strcat(path, "/leaf");
-	make_file(path, "deep", 4);
+	make_file_with(path, "deep", 4);
 	assert_contents(path, "deep", 4);
 	ck_assert(S_ISREG(xstat(path).st_mode));
 	CHECK(unlink(path));

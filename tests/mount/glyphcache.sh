@@ -115,8 +115,7 @@ if [[ ${1:-} == --mounted ]]; then
 	ok "$run: glyphcache rendered the text in ${took}s"
 	[[ ! -e glyphs.atlas ]] || fail "$run: glyphcache left its atlas behind"
 	if [[ $run == tight ]]; then
-		purges=$(getfattr --only-values -n user.volatile.stats . |
-			awk -F= '$1 == "purges_total" { print $2 }')
+		purges=$(stat_of purges_total)
 		((purges > 0)) || fail "tight: the daemon purged nothing (purges_total=$purges)"
 		ok "tight: the daemon purged $purges units meanwhile"
 	fi

@@ -23,13 +23,13 @@ size=$(((2 << 30) + 4096))
 fallocate -l "$size" big
 setfattr -n user.volatile.mark -v all big
 eq "a file of 2 GiB + 4 KiB is held" \
-	"$(getfattr --only-values -n user.volatile.stats . | sed -n 's/^volatile_bytes=//p')" "$size"
+	"$(stat_of volatile_bytes)" "$size"
 setfattr -n user.volatile.purge -v all big || fail "purge all of a 2 GiB + 4 KiB file failed"
 ok "purge all of a 2 GiB + 4 KiB file reports success"
 eq "its purged set is the whole file" \
 	"$(getfattr --only-values -n user.volatile.purged big)" "0:$size"
 eq "purged_bytes_total counts all of it" \
-	"$(getfattr --only-values -n user.volatile.stats . | sed -n 's/^purged_bytes_total=//p')" "$size"
+	"$(stat_of purged_bytes_total)" "$size"
 eq "nothing volatile is held any more" \
-	"$(getfattr --only-values -n user.volatile.stats . | sed -n 's/^volatile_bytes=//p')" 0
+	"$(stat_of volatile_bytes)" 0
 rm big

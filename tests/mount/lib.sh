@@ -85,6 +85,13 @@ short()
 	fi
 }
 
+# vis STRING: newlines and tabs shown as \n and \t.
+vis()
+{
+	local s=${1//$'\n'/\\n}
+	printf '%s' "${s//$'\t'/\\t}"
+}
+
 # eq WHAT GOT WANT
 eq()
 {
@@ -143,4 +150,88 @@ is_mounted()
 	m=${m//$'\t'/\\011}
 	m=${m//$'\n'/\\012}
 	M=$m awk '$2 == ENVIRON["M"] { found = 1 } END { exit !found }' /proc/mounts
+}
+
+# pid_running PID: PID is a process that has not exited (kill -0 also succeeds
+# on a zombie, which has).
+pid_running()
+{
+	local st
+	st=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2> /dev/null) || return 1
+	[[ -n $st && $st != Z ]]
+}
+
+# start_daemon DAEMON LOG [OPTION...]: mount by hand, as with-mount.sh does:
+# `DAEMON -f OPTION... DIR` on a new directory DIR, in the background, its
+# output in LOG.  Sets hmnt to DIR and hpid to the daemon's pid (both before
+# waiting, so that a test's cleanup finds them) and returns once DIR is
+# mounted; fails the test if the daemon exits first or 10 s pass.
+start_daemon()
+{
+	local daemon=$1 log=$2 deadline st
+	shift 2
+	hmnt=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-test.XXXXXX")
+	"$daemon" -f "$@" "$hmnt" > "$log" 2>&1 < /dev/null &
+	hpid=$!
+	deadline=$((SECONDS + 10))
+	until is_mounted "$hmnt"; do
+		if ! pid_running "$hpid"; then
+			st=0
+			wait "$hpid" || st=$?
+			hpid=
+			fail "daemon${*:+ $*} exited with status $st before mounting: $(cat "$log")"
+		fi
+		((SECONDS < deadline)) || fail "daemon${*:+ $*}: $hmnt not mounted after 10 s"
+		sleep 0.05
+	done
+}
+
+# end_daemon: for a test's cleanup, after start_daemon: unmount hmnt (lazily),
+# stop hpid (SIGTERM, and SIGKILL if it still runs 3 s later), unmount again in
+# case the daemon went without unmounting, and remove the directory.  Prints
+# nothing and always succeeds.
+end_daemon()
+{
+	local i
+	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
+		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt" 2> /dev/null
+	fi
+	if [[ -n $hpid ]] && pid_running "$hpid"; then
+		kill -TERM "$hpid" 2> /dev/null
+		for ((i = 0; i < 30; i++)); do
+			pid_running "$hpid" || break
+			sleep 0.1
+		done
+		kill -KILL "$hpid" 2> /dev/null
+		wait "$hpid" 2> /dev/null
+	fi
+	if [[ -n $hmnt ]] && is_mounted "$hmnt"; then
+		fusermount3 -uz "$hmnt" 2> /dev/null || umount -l "$hmnt" 2> /dev/null
+	fi
+	[[ -z $hmnt ]] || rmdir "$hmnt" 2> /dev/null || true
+}
+
+# stat_of KEY [DIR]: KEY's value in user.volatile.stats of the mount root DIR
+# ($VFS_TEST_DIR by default); empty when there is no such key.  A read that
+# fails, or hangs for 10 s, prints getfattr's message on stderr and gives the
+# pipeline's failure.
+stat_of()
+{
+	timeout 10 getfattr --absolute-names --only-values -n user.volatile.stats "${2:-$VFS_TEST_DIR}" |
+		awk -F= -v k="$1" '$1 == k { print substr($0, length(k) + 2) }'
+}
+
+# stat_num KEY [DIR]: as stat_of, but a value that is not a number (or no
+# value) is an error: a message with all the stats on stderr, and status 1.
+stat_num()
+{
+	local all v
+	all=$(timeout 10 getfattr --absolute-names --only-values -n user.volatile.stats \
+		"${2:-$VFS_TEST_DIR}") || return 1
+	v=$(awk -F= -v k="$1" '$1 == k { print substr($0, length(k) + 2) }' <<< "$all")
+	[[ $v =~ ^[0-9]+$ ]] || {
+		echo "no numeric $1 in user.volatile.stats: $(vis "$all")" >&2
+		return 1
+	}
+	echo "$v"
 }

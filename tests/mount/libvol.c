@@ -74,58 +74,13 @@ static char mount_dir[PATH_MAX];
 /* ---------------------------------------------------------------------------------------- */
 /* Helpers                                                                                  */
 
-/* Bytes that depend on their file offset, never 0, so a purged (zeroed) byte shows up. */
-static uint8_t pat(uint64_t off, unsigned seed)
-{
-	uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
-
-	x ^= x >> 29;
-	x *= 0x94D049BB133111EBull;
-	x ^= x >> 32;
-	return (uint8_t)(x % 255 + 1);
-}
-
-/* Writes the pattern of [off, off + len) with this seed. */
-static void write_pat(int fd, uint64_t off, size_t len, unsigned seed)
-{
-	uint8_t *buf = xmalloc(len);
-
-	for (size_t i = 0; i < len; i++)
-		buf[i] = pat(off + i, seed);
-	pwrite_all(fd, buf, len, (off_t)off);
-	free(buf);
-}
-
-/* Asserts buf holds the pattern of [off, off + len). */
-/* Asserts buf holds the pattern of [off, off + len): one assertion, on the first byte that
- * differs (each Check assertion writes to a pipe). */
-static void assert_pat(const uint8_t *buf, size_t len, uint64_t off, unsigned seed)
-{
-	size_t i = 0;
-
-	while (i < len && buf[i] == pat(off + i, seed))
-		i++;
-	ck_assert_msg(i == len, "byte at file offset %" PRIu64 " is 0x%02x, expected 0x%02x",
-		      off + i, buf[i], pat(off + i, seed));
-}
-
-static void assert_zero(const uint8_t *buf, size_t len, uint64_t off)
-{
-	size_t i = 0;
-
-	while (i < len && buf[i] == 0)
-		i++;
-	ck_assert_msg(i == len, "byte at file offset %" PRIu64 " is 0x%02x, expected 0", off + i,
-		      buf[i]);
-}
-
 /* Reads [off, off + len) and asserts it holds the pattern / zeros. */
 static void assert_file_pat(int fd, uint64_t off, size_t len, unsigned seed)
 {
 	uint8_t *buf = xmalloc(len);
 
 	ck_assert_uint_eq(pread_all(fd, buf, len, (off_t)off), len);
-	assert_pat(buf, len, off, seed);
+	pattern_assert(buf, len, off, seed);
 	free(buf);
 }
 
@@ -134,18 +89,8 @@ static void assert_file_zero(int fd, uint64_t off, size_t len)
 	uint8_t *buf = xmalloc(len);
 
 	ck_assert_uint_eq(pread_all(fd, buf, len, (off_t)off), len);
-	assert_zero(buf, len, off);
+	assert_zeros(buf, len, off);
 	free(buf);
-}
-
-/* Creates name with size bytes of the pattern (seed 1); returns an O_RDWR descriptor. */
-static int make_file(const char *name, size_t size)
-{
-	int fd = CHECK(open(name, O_RDWR | O_CREAT | O_TRUNC, 0644));
-
-	if (size)
-		write_pat(fd, 0, size, 1);
-	return fd;
 }
 
 static void assert_xattr(const char *path, const char *name, const char *want)
@@ -304,7 +249,7 @@ static void reap(pid_t pid)
 /* A file on a mount with one purged unit: f, 16 KiB, unit 0:16K purged. */
 static int purged_file(void)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
 	purge_file("f");
@@ -316,7 +261,7 @@ static int purged_file(void)
 
 START_TEST(mark_makes_one_unit_with_default_priority)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 
 	assert_ranges("f", "");
 	CHECK(volatilefs_mark(fd, 0, 64 * KIB, 0));
@@ -329,7 +274,7 @@ END_TEST
 
 START_TEST(mark_rounds_length_up_to_a_page)
 {
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	CHECK(volatilefs_mark(fd, 4096, 1, 0));
 	CHECK(volatilefs_mark(fd, 16384, 4097, 0));
@@ -340,11 +285,11 @@ END_TEST
 
 START_TEST(mark_length_zero_is_unbounded_and_follows_growth)
 {
-	int fd = make_file("f", 4 * KIB);
+	int fd = make_file_pattern("f", 4 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 4096, 0, 0));
 	assert_ranges("f", "4096:0 volatile priority=3\n");
-	write_pat(fd, 4 * KIB, 8 * KIB, 1);
+	pattern_write(fd, 4 * KIB, 8 * KIB, 1);
 	/* Grown to 12 KiB: the unit now covers 4K..12K, and a purge takes all of it. */
 	purge_file("f");
 	assert_purged_xattr("f", "4096:8192\n");
@@ -355,7 +300,7 @@ END_TEST
 
 START_TEST(mark_priority_zero_differs_from_no_priority)
 {
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	ck_assert_uint_ne(VOLATILEFS_PRIORITY(0), 0);
 	CHECK(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(0)));
@@ -376,7 +321,7 @@ END_TEST
 
 START_TEST(mark_overlapping_units_are_absorbed_into_one)
 {
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 8 * KIB, VOLATILEFS_PRIORITY(1) | VOLATILEFS_AGE));
 	CHECK(volatilefs_mark(fd, 16 * KIB, 8 * KIB, VOLATILEFS_PRIORITY(2)));
@@ -393,7 +338,7 @@ END_TEST
 
 START_TEST(mark_touching_units_stay_separate)
 {
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	CHECK(volatilefs_mark(fd, 4096, 4096, 0));
 	CHECK(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(1)));
@@ -407,7 +352,7 @@ END_TEST
 
 START_TEST(mark_unbounded_absorbs_units_after_it)
 {
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 4096, 0));
 	CHECK(volatilefs_mark(fd, 8192, 4096, 0));
@@ -423,7 +368,7 @@ END_TEST
 
 START_TEST(mark_works_on_write_only_descriptor)
 {
-	int fd = make_file("f", 4096);
+	int fd = make_file_pattern("f", 4096, 1);
 	int wfd = CHECK(open("f", O_WRONLY));
 
 	CHECK(volatilefs_mark(wfd, 0, 4096, 0));
@@ -436,7 +381,7 @@ END_TEST
 
 START_TEST(mark_on_read_only_descriptor_fails_ebadf)
 {
-	int fd = make_file("f", 8192);
+	int fd = make_file_pattern("f", 8192, 1);
 	int rfd = CHECK(open("f", O_RDONLY));
 
 	ASSERT_ERRNO(volatilefs_mark(rfd, 0, 4096, 0), EBADF);
@@ -451,7 +396,7 @@ END_TEST
 
 START_TEST(mark_unaligned_offset_fails_einval)
 {
-	int fd = make_file("f", 16384);
+	int fd = make_file_pattern("f", 16384, 1);
 
 	ASSERT_ERRNO(volatilefs_mark(fd, 1, 4096, 0), EINVAL);
 	ASSERT_ERRNO(volatilefs_mark(fd, 4095, 4096, 0), EINVAL);
@@ -465,7 +410,7 @@ END_TEST
 START_TEST(mark_past_int64_max_fails_einval)
 {
 	const uint64_t top = (uint64_t)INT64_MAX + 1; /* 2^63, a multiple of 4096 */
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 	char want[128];
 
 	ASSERT_ERRNO(volatilefs_mark(fd, top - 4096, 4096, 0), EINVAL);
@@ -488,7 +433,7 @@ END_TEST
 
 START_TEST(mark_priority_8_to_15_fails_einval)
 {
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	for (unsigned p = 8; p < 16; p++)
 		ASSERT_ERRNO(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(p)), EINVAL);
@@ -502,7 +447,7 @@ END_TEST
 START_TEST(mark_unknown_flag_bits_fail_einval)
 {
 	static const unsigned bad[] = { 0x2, 0x4, 0x8, 0x200, 0x400, 0x10000, 0x80000000u };
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ASSERT_ERRNO(volatilefs_mark(fd, 0, 4096, bad[i]), EINVAL);
@@ -518,7 +463,7 @@ END_TEST
  * a silent priority 3: a caller who wrote (1 << 4) for priority 1 learns of it. */
 START_TEST(mark_priority_bits_without_priority_flag_fail_einval)
 {
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	for (unsigned p = 1; p < 16; p++)
 		ASSERT_ERRNO(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(p) & ~0x100u),
@@ -583,7 +528,7 @@ END_TEST
 
 START_TEST(unmark_whole_unit_reports_its_bytes)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 64 * KIB, 0));
 	unmark_expect(fd, 0, 64 * KIB, 64 * KIB, 0);
@@ -596,7 +541,7 @@ END_TEST
 
 START_TEST(unmark_non_volatile_range_reports_zero)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 
 	unmark_expect(fd, 0, 64 * KIB, 0, 0);
 	unmark_expect(fd, 0, 0, 0, 0);
@@ -609,7 +554,7 @@ END_TEST
 
 START_TEST(unmark_middle_of_unit_splits_it)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 64 * KIB, VOLATILEFS_PRIORITY(2) | VOLATILEFS_AGE));
 	unmark_expect(fd, 16 * KIB, 16 * KIB, 16 * KIB, 0);
@@ -629,7 +574,7 @@ END_TEST
 
 START_TEST(unmark_counts_only_volatile_bytes_of_the_range)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 8 * KIB, 8 * KIB, 0));
 	CHECK(volatilefs_mark(fd, 24 * KIB, 4 * KIB, 0));
@@ -643,7 +588,7 @@ END_TEST
 
 START_TEST(unmark_rounds_length_up_to_a_page)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
 	unmark_expect(fd, 0, 1, 4096, 0);
@@ -655,7 +600,7 @@ END_TEST
 
 START_TEST(unmark_unbounded_unit_counts_to_file_size_rounded_up)
 {
-	int fd = make_file("f", 10000); /* 3 pages, the last partial */
+	int fd = make_file_pattern("f", 10000, 1); /* 3 pages, the last partial */
 
 	CHECK(volatilefs_mark(fd, 0, 0, 0));
 	unmark_expect(fd, 0, 0, 12288, 0);
@@ -680,7 +625,7 @@ END_TEST
 
 START_TEST(unmark_unbounded_unit_of_empty_file_reports_zero)
 {
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 0, 0));
 	unmark_expect(fd, 0, 0, 0, 0);
@@ -691,7 +636,7 @@ END_TEST
 
 START_TEST(unmark_bounded_unit_beyond_end_of_file_counts_its_pages)
 {
-	int fd = make_file("f", 0);
+	int fd = make_file_pattern("f", 0, 1);
 
 	/* Bounded units do not depend on the file's size: their pages are volatile. */
 	CHECK(volatilefs_mark(fd, 0, 64 * KIB, 0));
@@ -702,7 +647,7 @@ END_TEST
 
 START_TEST(unmark_accepts_null_pointers)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	uint64_t bytes = 1;
 	int purged = 1;
 
@@ -719,7 +664,7 @@ END_TEST
 
 START_TEST(unmark_reports_purged_only_for_ranges_touching_the_purged_set)
 {
-	int fd = make_file("f", 32 * KIB);
+	int fd = make_file_pattern("f", 32 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 8 * KIB, 8 * KIB, 0));
 	CHECK(volatilefs_mark(fd, 24 * KIB, 8 * KIB, 0));
@@ -739,7 +684,7 @@ END_TEST
 
 START_TEST(unmark_purged_counts_only_bytes_within_file_size)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
 	purge_file("f");
@@ -756,7 +701,7 @@ END_TEST
 START_TEST(unmark_unaligned_or_overflowing_range_fails_einval)
 {
 	const uint64_t top = (uint64_t)INT64_MAX + 1;
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
 	ASSERT_ERRNO(volatilefs_unmark(fd, 1, 4096, NULL, NULL), EINVAL);
@@ -771,7 +716,7 @@ END_TEST
 
 START_TEST(unmark_failure_leaves_outputs_alone)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	uint64_t bytes = 42;
 	int purged = 42;
 
@@ -788,7 +733,7 @@ END_TEST
 
 START_TEST(batch_unmarks_reports_each_range_and_marks)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 	struct volatilefs_extent un[3] = { { 0, 8 * KIB }, { 16 * KIB, 8 * KIB }, { 32 * KIB, 4 * KIB } };
 	struct volatilefs_extent mk[2] = { { 48 * KIB, 4 * KIB }, { 56 * KIB, 8 * KIB } };
 	unsigned char purged[3] = { 9, 9, 9 };
@@ -799,7 +744,7 @@ START_TEST(batch_unmarks_reports_each_range_and_marks)
 	CHECK(volatilefs_mark(fd, 16 * KIB, 8 * KIB, 0));
 	purge_file("f");
 	/* 0:8K purged and rewritten in part; 16K:8K purged; 32K:4K never volatile. */
-	write_pat(fd, 0, 4 * KIB, 1);
+	pattern_write(fd, 0, 4 * KIB, 1);
 	CHECK(volatilefs_batch(fd, un, 3, mk, 2, VOLATILEFS_PRIORITY(5), &bytes, purged, &merr));
 	ck_assert_uint_eq(bytes, 16 * KIB);
 	ck_assert_int_eq(purged[0], 1); /* 4K:4K is still purged */
@@ -809,7 +754,7 @@ START_TEST(batch_unmarks_reports_each_range_and_marks)
 	/* Each mark range is a unit of its own, with the flags given. */
 	assert_ranges("f", "49152:4096 volatile priority=5\n57344:8192 volatile priority=5\n");
 	/* Rewritten, the first range reports clean. */
-	write_pat(fd, 4 * KIB, 4 * KIB, 1);
+	pattern_write(fd, 4 * KIB, 4 * KIB, 1);
 	CHECK(volatilefs_batch(fd, un, 1, NULL, 0, 0, NULL, purged, NULL));
 	ck_assert_int_eq(purged[0], 0);
 	/* Nothing to do is a valid call. */
@@ -820,7 +765,7 @@ END_TEST
 
 START_TEST(batch_bad_input_changes_nothing)
 {
-	int fd = make_file("f", 64 * KIB), ro;
+	int fd = make_file_pattern("f", 64 * KIB, 1), ro;
 	struct volatilefs_extent un[1] = { { 0, 16 * KIB } };
 	struct volatilefs_extent bad[1] = { { 100, 4 * KIB } };
 	struct volatilefs_extent many[VOLATILEFS_BATCH_MAX + 1];
@@ -859,7 +804,7 @@ END_TEST
  */
 START_TEST(batch_mark_failure_keeps_the_unmarks)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	struct volatilefs_extent un[1] = { { 0, 16 * KIB } };
 	struct volatilefs_extent mk[1] = { { 1ull << 40, 4 * KIB } };
 	unsigned char purged[1] = { 9 };
@@ -898,7 +843,7 @@ END_TEST
 
 START_TEST(purge_discards_whole_unit_and_keeps_it_volatile)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 16 * KIB, 32 * KIB, VOLATILEFS_PRIORITY(4)));
 	purge_file("f");
@@ -920,7 +865,7 @@ END_TEST
 
 START_TEST(purge_adds_only_bytes_within_file_size)
 {
-	int fd = make_file("f", 10000);
+	int fd = make_file_pattern("f", 10000, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 64 * KIB, 0));
 	purge_file("f");
@@ -937,7 +882,7 @@ END_TEST
 
 START_TEST(purge_frees_the_unit_memory)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 	struct stat st;
 
 	CHECK(fstat(fd, &st));
@@ -954,7 +899,7 @@ END_TEST
 
 START_TEST(purged_data_reads_back_as_zeros_after_caching)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 	int rfd = CHECK(open("f", O_RDONLY));
 
 	CHECK(volatilefs_mark(fd, 0, 32 * KIB, 0));
@@ -973,23 +918,23 @@ END_TEST
 
 START_TEST(purged_data_reads_as_zeros_through_existing_shared_mapping)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 	uint8_t *map = mmap(NULL, 64 * KIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
 	ck_assert_msg(map != MAP_FAILED, "mmap: %s", errname(errno));
-	assert_pat(map, 64 * KIB, 0, 1);
+	pattern_assert(map, 64 * KIB, 0, 1);
 	CHECK(volatilefs_mark(fd, 16 * KIB, 16 * KIB, 0));
 	purge_file("f");
 	ck_assert_uint_eq(purged_count(fd), 1);
-	assert_pat(map, 16 * KIB, 0, 1);
-	assert_zero(map + 16 * KIB, 16 * KIB, 16 * KIB);
-	assert_pat(map + 32 * KIB, 32 * KIB, 32 * KIB, 1);
+	pattern_assert(map, 16 * KIB, 0, 1);
+	assert_zeros(map + 16 * KIB, 16 * KIB, 16 * KIB);
+	pattern_assert(map + 32 * KIB, 32 * KIB, 32 * KIB, 1);
 	/* A new mapping agrees. */
 	{
 		uint8_t *m2 = mmap(NULL, 64 * KIB, PROT_READ, MAP_SHARED, fd, 0);
 
 		ck_assert_msg(m2 != MAP_FAILED, "mmap: %s", errname(errno));
-		assert_zero(m2 + 16 * KIB, 16 * KIB, 16 * KIB);
+		assert_zeros(m2 + 16 * KIB, 16 * KIB, 16 * KIB);
 		munmap(m2, 64 * KIB);
 	}
 	munmap(map, 64 * KIB);
@@ -1021,7 +966,7 @@ START_TEST(write_into_purged_range_removes_exactly_those_bytes)
 		fd = CHECK(open("f", O_RDWR));
 	}
 
-	write_pat(fd, 5000, 100, 2);
+	pattern_write(fd, 5000, 100, 2);
 	assert_purged_xattr("f", "0:5000\n5100:11284\n");
 	{
 		const struct volatilefs_extent want[] = { { 0, 5000 }, { 5100, 11284 } };
@@ -1033,8 +978,8 @@ START_TEST(write_into_purged_range_removes_exactly_those_bytes)
 	assert_file_zero(fd, 5100, 16 * KIB - 5100);
 	/* Write policy keep: the unit stays volatile. */
 	assert_ranges("f", "0:16384 purged priority=3\n");
-	write_pat(fd, 0, 5000, 3);
-	write_pat(fd, 5100, 16 * KIB - 5100, 3);
+	pattern_write(fd, 0, 5000, 3);
+	pattern_write(fd, 5100, 16 * KIB - 5100, 3);
 	assert_purged_xattr("f", "");
 	assert_ranges("f", "0:16384 volatile priority=3\n");
 	unmark_expect(fd, 0, 0, 16 * KIB, 0);
@@ -1085,7 +1030,7 @@ END_TEST
 
 START_TEST(truncate_cuts_bounded_units_and_drops_those_beyond)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 8 * KIB, 0));
 	CHECK(volatilefs_mark(fd, 16 * KIB, 16 * KIB, 0));
@@ -1139,7 +1084,7 @@ START_TEST(purge_by_size_takes_units_in_purge_order)
 	/* Units left by earlier tests (unlinked, maybe not forgotten yet) hold no memory after
 	 * this, so they are not candidates any more. */
 	CHECK(setxattr(mount_dir, "user.volatile.purge", "all", 3, 0));
-	fd = make_file("f", 40 * KIB);
+	fd = make_file_pattern("f", 40 * KIB, 1);
 	CHECK(volatilefs_mark(fd, 0, 4096, VOLATILEFS_PRIORITY(4)));                        /* A */
 	CHECK(volatilefs_mark(fd, 8192, 4096, VOLATILEFS_PRIORITY(1)));                     /* B */
 	CHECK(volatilefs_mark(fd, 16384, 4096, VOLATILEFS_PRIORITY(1) | VOLATILEFS_AGE));   /* C */
@@ -1149,7 +1094,7 @@ START_TEST(purge_by_size_takes_units_in_purge_order)
 		close(fd);
 		fd = CHECK(open("f", O_RDWR));
 	}
-	write_pat(fd, 8192, 100, 2); /* B becomes more recently used than E */
+	pattern_write(fd, 8192, 100, 2); /* B becomes more recently used than E */
 	/* Expected order: D (priority 0), C (aged), E (least recently used), B, A. */
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		CHECK(setxattr(mount_dir, "user.volatile.purge", "4096", 4, 0));
@@ -1164,7 +1109,7 @@ END_TEST
 
 START_TEST(purged_lists_extents_clipped_to_the_range)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 	const struct volatilefs_extent all[] = { { 8192, 8192 }, { 32768, 16384 } };
 	const struct volatilefs_extent mid[] = { { 12000, 4384 }, { 32768, 7232 } };
 	const struct volatilefs_extent tail[] = { { 40000, 9152 } };
@@ -1188,7 +1133,7 @@ END_TEST
 
 START_TEST(purged_with_max_zero_only_counts)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 	struct volatilefs_extent guard = { 77, 77 };
 	size_t n = 0;
 
@@ -1210,7 +1155,7 @@ END_TEST
 
 START_TEST(purged_with_small_max_stores_max_and_counts_all)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 	struct volatilefs_extent out[3] = { { 0, 0 }, { 0, 0 }, { 77, 77 } };
 	size_t n = 0;
 
@@ -1251,7 +1196,7 @@ END_TEST
 
 START_TEST(purged_of_clean_file_is_empty)
 {
-	int fd = make_file("f", 64 * KIB);
+	int fd = make_file_pattern("f", 64 * KIB, 1);
 	struct volatilefs_extent out[2] = { { 77, 77 }, { 77, 77 } };
 	size_t n = 42;
 
@@ -1273,7 +1218,7 @@ END_TEST
 
 static int many_purged_extents(void)
 {
-	int fd = make_file("f", NUNITS * 8 * KIB);
+	int fd = make_file_pattern("f", NUNITS * 8 * KIB, 1);
 
 	for (uint64_t i = 0; i < NUNITS; i++)
 		CHECK(volatilefs_mark(fd, i * 8192, 4096, 0));
@@ -1447,7 +1392,7 @@ END_TEST
 
 START_TEST(poll_reports_no_pollpri_before_a_purge)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	struct pollfd p = { .fd = fd, .events = POLLIN | POLLOUT | POLLPRI };
 
 	ck_assert(!pollpri(fd, 0));
@@ -1463,7 +1408,7 @@ END_TEST
 
 START_TEST(poll_reports_pollpri_right_after_a_purge_by_another_process)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 
 	CHECK(volatilefs_mark(fd, 0, 16 * KIB, 0));
 	ck_assert(!pollpri(fd, 0));
@@ -1477,7 +1422,7 @@ END_TEST
 
 START_TEST(sleeping_poll_wakes_on_a_purge_by_another_process)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	struct timespec t0;
 	pid_t pid;
 	bool pri;
@@ -1509,7 +1454,7 @@ static void *purge_thread(void *arg)
 
 START_TEST(sleeping_poll_wakes_on_a_purge_by_another_thread)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	struct timespec t0;
 	pthread_t th;
 	void *ret;
@@ -1531,7 +1476,7 @@ END_TEST
 
 START_TEST(sleeping_poll_wakes_on_a_purge_of_the_whole_mount)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	struct timespec t0;
 	pid_t pid;
 	bool pri;
@@ -1571,7 +1516,7 @@ static void *poll_thread(void *arg)
 
 START_TEST(sleeping_polls_on_two_descriptors_both_wake)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	struct poller p[2] = { { .fd = fd }, { .fd = CHECK(open("f", O_RDONLY)) } };
 	pthread_t th[2];
 	pid_t pid;
@@ -1599,7 +1544,7 @@ END_TEST
 
 START_TEST(sleeping_poll_wakes_again_on_a_later_purge)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	struct timespec t0;
 	pid_t pid;
 	bool pri;
@@ -1609,7 +1554,7 @@ START_TEST(sleeping_poll_wakes_again_on_a_later_purge)
 	purge_file("f");
 	ck_assert(pollpri(fd, 0));
 	/* Regenerate: rewrite the unit, which empties the purged set. */
-	write_pat(fd, 0, 16 * KIB, 2);
+	pattern_write(fd, 0, 16 * KIB, 2);
 	ck_assert_uint_eq(purged_count(fd), 0);
 	ck_assert(!pollpri(fd, 0));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1624,7 +1569,7 @@ END_TEST
 
 START_TEST(epoll_reports_pollpri_and_wakes_on_a_purge)
 {
-	int fd = make_file("f", 16 * KIB);
+	int fd = make_file_pattern("f", 16 * KIB, 1);
 	int ep = CHECK(epoll_create1(EPOLL_CLOEXEC));
 	struct epoll_event ev = { .events = EPOLLPRI, .data.u64 = 42 }, got;
 	struct timespec t0;
@@ -1685,9 +1630,9 @@ START_TEST(rewriting_purged_bytes_drops_pollpri)
 	int fd = purged_file();
 
 	ck_assert(pollpri(fd, 0));
-	write_pat(fd, 0, 8 * KIB, 2);
+	pattern_write(fd, 0, 8 * KIB, 2);
 	ck_assert(pollpri(fd, 0)); /* 8K..16K still purged */
-	write_pat(fd, 8 * KIB, 8 * KIB, 2);
+	pattern_write(fd, 8 * KIB, 8 * KIB, 2);
 	ck_assert(!pollpri(fd, 0));
 	close(fd);
 }
@@ -1698,14 +1643,14 @@ END_TEST
 
 START_TEST(purged_read_eio_fails_reads_and_faults_mappings)
 {
-	int fd = make_file("f", 12 * KIB);
+	int fd = make_file_pattern("f", 12 * KIB, 1);
 	uint8_t buf[4096];
 	uint8_t *map = mmap(NULL, 12 * KIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	pid_t pid;
 	int status;
 
 	ck_assert_msg(map != MAP_FAILED, "mmap: %s", errname(errno));
-	assert_pat(map, 12 * KIB, 0, 1); /* mapped and cached */
+	pattern_assert(map, 12 * KIB, 0, 1); /* mapped and cached */
 	assert_file_pat(fd, 0, 12 * KIB, 1);
 	CHECK(volatilefs_mark(fd, 0, 8 * KIB, 0));
 	purge_file("f");
@@ -1714,7 +1659,7 @@ START_TEST(purged_read_eio_fails_reads_and_faults_mappings)
 	ASSERT_ERRNO(pread(fd, buf, sizeof(buf), 0), EIO);
 	ASSERT_ERRNO(pread(fd, buf, 100, 5000), EIO);
 	assert_file_pat(fd, 8 * KIB, 4 * KIB, 1); /* not purged */
-	assert_pat(map + 8 * KIB, 4 * KIB, 8 * KIB, 1);
+	pattern_assert(map + 8 * KIB, 4 * KIB, 8 * KIB, 1);
 
 	/* Touching a purged page of the existing mapping: SIGBUS. */
 	pid = CHECK(fork());
@@ -1733,9 +1678,9 @@ START_TEST(purged_read_eio_fails_reads_and_faults_mappings)
 		      status);
 
 	/* Rewritten bytes read back; the rest of the page stays purged. */
-	write_pat(fd, 0, 4096, 2);
+	pattern_write(fd, 0, 4096, 2);
 	assert_file_pat(fd, 0, 4096, 2);
-	assert_pat(map, 4096, 0, 2);
+	pattern_assert(map, 4096, 0, 2);
 	ASSERT_ERRNO(pread(fd, buf, 1, 4096), EIO);
 	munmap(map, 12 * KIB);
 	close(fd);

@@ -166,8 +166,6 @@ if grep -qE 'lib(a|t)san' "/proc/$VFS_DAEMON_PID/maps"; then
 	sanitizer=$(grep -oE 'lib(a|t)san' "/proc/$VFS_DAEMON_PID/maps" | head -n 1)
 fi
 
-stat_of() { getfattr --absolute-names --only-values -n user.volatile.stats "$VFS_TEST_DIR" | sed -n "s/^$1=//p"; }
-
 # --- the VmRSS sampler -------------------------------------------------------
 
 # watch_start: sample the daemon's VmRSS every 10 ms in the background until

@@ -115,6 +115,100 @@ uint64_t stats_key(const char *stats, const char *key)
 	return 0;
 }
 
+uint64_t mount_stat(const char *path, const char *key)
+{
+	char *stats = xattr_get(path, "user.volatile.stats");
+	uint64_t v = stats_key(stats, key);
+
+	free(stats);
+	return v;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Data                                                                                     */
+
+/* Big files are written this much at a time. */
+#define WRITE_CHUNK (4u << 20)
+
+uint8_t pattern_byte(uint64_t off, unsigned seed)
+{
+	uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
+
+	x ^= x >> 29;
+	x *= 0x94D049BB133111EBull;
+	x ^= x >> 32;
+	return (uint8_t)(x % 255 + 1);
+}
+
+void pattern_fill(uint8_t *buf, size_t len, uint64_t off, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = pattern_byte(off + i, seed);
+}
+
+void pattern_write(int fd, uint64_t off, size_t len, unsigned seed)
+{
+	size_t cap = len < WRITE_CHUNK ? len : WRITE_CHUNK;
+	uint8_t *buf = xmalloc(cap);
+
+	for (size_t done = 0; done < len; done += cap) {
+		size_t n = len - done < cap ? len - done : cap;
+
+		pattern_fill(buf, n, off + done, seed);
+		pwrite_all(fd, buf, n, (off_t)(off + done));
+	}
+	free(buf);
+}
+
+void pattern_assert(const uint8_t *buf, size_t len, uint64_t off, unsigned seed)
+{
+	size_t i = 0;
+
+	while (i < len && buf[i] == pattern_byte(off + i, seed))
+		i++;
+	ck_assert_msg(i == len, "byte at file offset %" PRIu64 " is 0x%02x, expected 0x%02x",
+		      off + i, buf[i], pattern_byte(off + i, seed));
+}
+
+void assert_zeros(const uint8_t *buf, size_t len, uint64_t off)
+{
+	size_t i = 0;
+
+	while (i < len && buf[i] == 0)
+		i++;
+	ck_assert_msg(i == len, "byte at file offset %" PRIu64 " is 0x%02x, expected 0", off + i,
+		      buf[i]);
+}
+
+void make_file_with(const char *path, const void *buf, size_t len)
+{
+	int fd = CHECK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+
+	pwrite_all(fd, buf, len, 0);
+	CHECK(close(fd));
+}
+
+int make_file_pattern(const char *path, size_t size, unsigned seed)
+{
+	int fd = CHECK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+
+	pattern_write(fd, 0, size, seed);
+	return fd;
+}
+
+int make_file_filled(const char *path, size_t size, int byte)
+{
+	size_t cap = size < WRITE_CHUNK ? size : WRITE_CHUNK;
+	uint8_t *buf = xmalloc(cap);
+	int fd = CHECK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+
+	memset(buf, byte, cap);
+	for (size_t done = 0; done < size; done += cap)
+		pwrite_all(fd, buf, size - done < cap ? size - done : cap, (off_t)done);
+	free(buf);
+	return fd;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Time                                                                                     */
 

@@ -1,12 +1,15 @@
 /*
- * mtest: what the mount-test programs (fsops, libvol, evict, badinput, security, concurrency,
- * modelcheck) share, linked into each as a static library.
+ * mtest: what the mount-test programs share, linked into each as a static library.
  *
  *   errors      errname(), and the assertions CHECK() (a call that must not return -1) and
  *               ASSERT_ERRNO() (a call that must fail with exactly this errno);
  *   I/O         xmalloc(), pwrite_all() and pread_all(), which fail the test on an error;
- *               xattr_get(), an attribute's value as a new string; stats_key(), one
- *               figure of user.volatile.stats;
+ *               xattr_get(), an attribute's value as a new string; stats_key() and
+ *               mount_stat(), one figure of user.volatile.stats;
+ *   data        the pattern (pattern_byte(), pattern_fill(), pattern_write(),
+ *               pattern_assert()) and assert_zeros(); a new file by what it holds:
+ *               make_file_with() (these bytes), make_file_pattern() (the pattern),
+ *               make_file_filled() (one byte repeated);
  *   time        nap_ms(), now_s();
  *   fixture     run_dir (one per program run, made by mtest_make_run_dir() in main()) and
  *               test_dir (one per test inside it, made and entered by mtest_setup(), removed
@@ -77,6 +80,42 @@ size_t pread_all(int fd, void *buf, size_t len, off_t off);
 char *xattr_get(const char *path, const char *name);
 /* The figure of "key=N" in stats (user.volatile.stats's value); fails the test without it. */
 uint64_t stats_key(const char *stats, const char *key);
+/* The figure of key in user.volatile.stats read from path (the mount's root, or any path the
+ * mount answers it on); fails the test without it. */
+uint64_t mount_stat(const char *path, const char *key);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Data                                                                                     */
+
+/* The pattern's byte at file offset off: it depends on the offset and the seed without
+ * repeating every 256 or 4096 bytes, so a byte that lands at the wrong offset shows, and is
+ * never 0, so a purged (zeroed) byte shows. */
+uint8_t pattern_byte(uint64_t off, unsigned seed);
+
+/* Fills buf with the pattern of [off, off + len). */
+void pattern_fill(uint8_t *buf, size_t len, uint64_t off, unsigned seed);
+
+/* Writes the pattern of [off, off + len) to fd at off, or fails the test. */
+void pattern_write(int fd, uint64_t off, size_t len, unsigned seed);
+
+/* Asserts buf holds the pattern of [off, off + len): one assertion, on the first byte that
+ * differs, since each Check assertion writes to a pipe. */
+void pattern_assert(const uint8_t *buf, size_t len, uint64_t off, unsigned seed);
+
+/* Asserts buf holds only zeros (as a purged or never written range reads); buf is the
+ * file's [off, off + len).  One assertion, on the first byte that differs. */
+void assert_zeros(const uint8_t *buf, size_t len, uint64_t off);
+
+/* Creates (or truncates) path, mode 0644, holding these len bytes, and closes it. */
+void make_file_with(const char *path, const void *buf, size_t len);
+
+/* Creates (or truncates) path, mode 0644, holding size bytes of the pattern; returns an
+ * O_RDWR descriptor. */
+int make_file_pattern(const char *path, size_t size, unsigned seed);
+
+/* Creates (or truncates) path, mode 0644, holding size bytes that are all byte; returns an
+ * O_RDWR descriptor. */
+int make_file_filled(const char *path, size_t size, int byte);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Time                                                                                     */

@@ -261,20 +261,6 @@ static void write_file(const char *path, size_t size, bool must)
 	op_end();
 }
 
-/* The volatilefs stats value of key, from the root. */
-static uint64_t stat_of_mount(const char *key)
-{
-	char *v = xattr_get(mnt, "user.volatile.stats"), *p;
-	uint64_t val = 0;
-	size_t kl = strlen(key);
-
-	for (p = v; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (strncmp(p, key, kl) == 0 && p[kl] == '=')
-			val = strtoull(p + kl + 1, NULL, 10);
-	free(v);
-	return val;
-}
-
 /* ---- case 1 ---- */
 
 #define UFILES 16
@@ -334,7 +320,7 @@ static void pressure_writer(int mib)
 /* num/den of the memory limit, in MiB: what a pressure writer writes. */
 static int writer_mib(int num, int den)
 {
-	return (int)(stat_of_mount("memory_limit") / (uint64_t)den * (uint64_t)num >> 20);
+	return (int)(mount_stat(mnt, "memory_limit") / (uint64_t)den * (uint64_t)num >> 20);
 }
 
 static void make_dirs(uid_t owner)
@@ -349,7 +335,7 @@ static void make_dirs(uid_t owner)
 
 START_TEST(user_unmark_under_pressure)
 {
-	uint64_t purges = stat_of_mount("purges_total");
+	uint64_t purges = mount_stat(mnt, "purges_total");
 
 	make_dirs(NOBODY);
 	for (int set = 0; set < 3; set++)
@@ -362,7 +348,7 @@ START_TEST(user_unmark_under_pressure)
 	spawn(NOBODY, pressure_writer, writer_mib(1, 1));
 	watch();
 	/* The case is only a case if purges happened while it ran. */
-	ck_assert_uint_gt(stat_of_mount("purges_total"), purges);
+	ck_assert_uint_gt(mount_stat(mnt, "purges_total"), purges);
 	rm_tree("cache");
 }
 END_TEST
@@ -429,11 +415,11 @@ START_TEST(file_purge_unlinks)
 	my_slot = 0;
 	write_file("cache/a", 12, true);
 	write_file("cache/b", 12, true);
-	unlinked = stat_of_mount("files_unlinked_total");
+	unlinked = mount_stat(mnt, "files_unlinked_total");
 	st = system("setfattr -n user.volatile.purge -v all cache/a");
 	ck_assert_msg(st == 0, "setfattr purge failed (status %d)", st);
 	ASSERT_ERRNO(open("cache/a", O_RDONLY), ENOENT);
-	ck_assert_uint_eq(stat_of_mount("files_unlinked_total"), unlinked + 1);
+	ck_assert_uint_eq(mount_stat(mnt, "files_unlinked_total"), unlinked + 1);
 	/* Open while purged by name: the name goes, the descriptor reads purged data. */
 	fd = CHECK(open("cache/b", O_RDONLY));
 	CHECK(setxattr("cache/b", "user.volatile.purge", "all", 3, 0));
@@ -442,7 +428,7 @@ START_TEST(file_purge_unlinks)
 	for (int i = 0; i < 12; i++)
 		ck_assert_int_eq(buf[i], 0);
 	close(fd);
-	ck_assert_uint_eq(stat_of_mount("files_unlinked_total"), unlinked + 2);
+	ck_assert_uint_eq(mount_stat(mnt, "files_unlinked_total"), unlinked + 2);
 }
 END_TEST
 
@@ -486,7 +472,7 @@ static void sample_start(void)
  */
 static void sample_check(const char *what)
 {
-	uint64_t limit = stat_of_mount("memory_limit"), slack = limit / 100;
+	uint64_t limit = mount_stat(mnt, "memory_limit"), slack = limit / 100;
 	const char *extra = getenv("VFS_NOHANG_EXTRA_MB");
 
 	atomic_store(&sampling, false);
@@ -511,7 +497,7 @@ static void sample_check(const char *what)
  */
 static bool fill_leaving(uint64_t room)
 {
-	uint64_t limit = stat_of_mount("memory_limit"), rss = stat_of_mount("rss");
+	uint64_t limit = mount_stat(mnt, "memory_limit"), rss = mount_stat(mnt, "rss");
 
 	if (rss + room >= limit)
 		return false;

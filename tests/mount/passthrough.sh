@@ -105,7 +105,6 @@ if [[ ${1:-} != --mounted ]]; then
 fi
 
 cd "$VFS_TEST_DIR"
-stat_of() { getfattr --only-values -n user.volatile.stats . | sed -n "s/^$1=//p"; }
 purged_of() { getfattr --only-values -n user.volatile.purged "$1" | tr '\n' ' '; }
 
 if [[ $2 == data ]]; then

@@ -46,8 +46,6 @@ trap 'rm -rf "$proc"' EXIT
 cd "$VFS_TEST_DIR"
 need python3 python3
 
-stat_of() { getfattr --only-values -n user.volatile.stats . | sed -n "s/^$1=//p"; }
-
 # wait_stat KEY VALUE: until the stats show KEY=VALUE (10 s at most).
 wait_stat()
 {

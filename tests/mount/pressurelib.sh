@@ -84,7 +84,6 @@ in_cgroup()
 	sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "$@"
 }
 
-stat_of() { getfattr --only-values -n user.volatile.stats "$mnt" 2> /dev/null | sed -n "s/^$1=//p"; }
 oom_kills() { awk '$1 == "oom_kill" { print $2 }' "$cg/memory.oom_control"; }
 
 pressure_setup()
@@ -94,6 +93,8 @@ pressure_setup()
 	mkdir "$cg"
 	echo $((1536 * mib)) > "$cg/memory.limit_in_bytes"
 	mnt=$(mktemp -d "${TMPDIR:-/tmp}/volatilefs-$vfs_test-mnt.XXXXXX")
+	# shellcheck disable=SC2034 # read by stat_of (lib.sh)
+	VFS_TEST_DIR=$mnt
 	in_cgroup "$daemon" -f -o "memory_limit=4G$opts" "$mnt" > "$work/$name.log" 2>&1 &
 	pid=$!
 	for ((i = 0; i < 200; i++)); do

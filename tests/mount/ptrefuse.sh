@@ -17,8 +17,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ ${1:-} == --mounted ]]; then
-	got=$(getfattr --absolute-names --only-values -n user.volatile.stats "$VFS_TEST_DIR" |
-		sed -n 's/^passthrough=//p')
+	got=$(stat_of passthrough)
 	eq "$3: user.volatile.stats" "passthrough=$got" "passthrough=$2"
 	exit 0
 fi

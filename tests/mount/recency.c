@@ -33,14 +33,14 @@
 
 static char root_dir[PATH_MAX];
 
-static int make_file(const char *name, int byte)
+/* A file of FSIZE bytes that are all byte, read back so that its pages are in the page
+ * cache; returns an O_RDWR descriptor. */
+static int make_cached_file(const char *name, int byte)
 {
 	char *buf = xmalloc(FSIZE);
-	int fd = CHECK(open(name, O_RDWR | O_CREAT | O_TRUNC, 0644));
+	int fd = make_file_filled(name, FSIZE, byte);
 
-	memset(buf, byte, FSIZE);
-	pwrite_all(fd, buf, FSIZE, 0);
-	pread_all(fd, buf, FSIZE, 0); /* in the page cache */
+	pread_all(fd, buf, FSIZE, 0);
 	free(buf);
 	return fd;
 }
@@ -78,7 +78,8 @@ static void expect_purged(const char *name, bool purged)
 
 START_TEST(test_kernel_reads_count)
 {
-	int fa = make_file("A", 0xa1), fm = make_file("M", 0xb2), fb = make_file("B", 0xc3);
+	int fa = make_cached_file("A", 0xa1), fm = make_cached_file("M", 0xb2);
+	int fb = make_cached_file("B", 0xc3);
 	unsigned char *mapa, *mapm;
 	bool a_done = false, m_done = false;
 	char *buf = xmalloc(FSIZE);

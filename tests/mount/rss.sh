@@ -54,8 +54,7 @@ rm -f sparse written
 held_kib()
 {
 	local shared
-	shared=$(getfattr --only-values -n user.volatile.stats . |
-		awk -F= '$1 == "shared_bytes" { print $2 }')
+	shared=$(stat_of shared_bytes)
 	echo $(($(daemon_rss_kib) + ${shared:-0} / 1024))
 }
 

@@ -369,14 +369,12 @@ static const char *op_name(enum op_kind k)
 /* ---------------------------------------------------------------------------------------- */
 /* Helpers                                                                                  */
 
-static void make_file(const char *path, const char *text, mode_t mode)
+/* A file holding text, then given this mode (set after the write, which would clear the
+ * set-user-ID and set-group-ID bits). */
+static void make_file_mode(const char *path, const char *text, mode_t mode)
 {
-	int fd = CHECK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600));
-	size_t len = strlen(text);
-
-	ck_assert_int_eq(CHECK(write(fd, text, len)), (long)len);
-	CHECK(fchmod(fd, mode));
-	CHECK(close(fd));
+	make_file_with(path, text, strlen(text));
+	CHECK(chmod(path, mode));
 }
 
 /* A file of n pages, page i filled with the byte 'a' + i. */
@@ -438,20 +436,6 @@ static char *xattr_str(const char *path, const char *name, char *buf, size_t siz
 			      (name), (path), b_, (want));                                \
 	} while (0)
 
-/* One key of user.volatile.stats of the mount root. */
-static uint64_t stat_key(const char *key)
-{
-	char buf[4096], *p;
-	size_t klen = strlen(key);
-
-	xattr_str(base_dir, "user.volatile.stats", buf, sizeof(buf));
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, key, klen) == 0 && p[klen] == '=')
-			return strtoull(p + klen + 1, NULL, 10);
-	ck_abort_msg("user.volatile.stats has no %s: \"%s\"", key, buf);
-	return 0;
-}
-
 static mode_t mode_of(const char *path)
 {
 	struct stat st;
@@ -498,7 +482,7 @@ static void setup(void)
 /* tmpfs: yes.  A 0600 root file: no read, no write; 0666: both. */
 START_TEST(other_user_cannot_read_or_write_0600_file)
 {
-	make_file("f", "secret", 0600);
+	make_file_mode("f", "secret", 0600);
 	EXPECT_AS(NOBODY, EACCES, "open", .kind = OP_READ, .a = "f");
 	EXPECT_AS(NOBODY, EACCES, "open", .kind = OP_WRITE, .a = "f", .value = "X");
 	EXPECT_AS(NOBODY, EACCES, "open", .kind = OP_OPEN, .a = "f", .flags = O_RDWR);
@@ -694,9 +678,9 @@ START_TEST(other_user_cannot_set_memory_limit_eperm)
 	struct res r[3];
 
 	xattr_str(base_dir, "user.volatile.memory_limit", before, sizeof(before));
-	snprintf(stats_limit, sizeof(stats_limit), "%" PRIu64, stat_key("memory_limit"));
+	snprintf(stats_limit, sizeof(stats_limit), "%" PRIu64, mount_stat(base_dir, "memory_limit"));
 	ck_assert_str_eq(before, stats_limit);
-	uint64_t low = stat_key("memory_low");
+	uint64_t low = mount_stat(base_dir, "memory_low");
 
 	open_mount_root();
 	/* The kernel lets this user's user.* attributes on the root through now ... */
@@ -728,18 +712,18 @@ START_TEST(other_user_cannot_set_memory_limit_eperm)
 		      "memory_limit as seen by uid %u: \"%.*s\", want \"%s\"", NOBODY,
 		      (int)g.len, g.text, before);
 	close_mount_root();
-	ck_assert_uint_eq(stat_key("memory_limit"), strtoull(before, NULL, 10));
-	ck_assert_uint_eq(stat_key("memory_low"), low);
+	ck_assert_uint_eq(mount_stat(base_dir, "memory_limit"), strtoull(before, NULL, 10));
+	ck_assert_uint_eq(mount_stat(base_dir, "memory_low"), low);
 }
 END_TEST
 
 START_TEST(other_user_cannot_purge_mount_eperm)
 {
 	static const char *values[] = { "all", "1M", "4096" };
-	uint64_t purges = stat_key("purges_total"), purged_bytes;
+	uint64_t purges = mount_stat(base_dir, "purges_total"), purged_bytes;
 	struct res r[2][3];
 
-	purged_bytes = stat_key("purged_bytes_total");
+	purged_bytes = mount_stat(base_dir, "purged_bytes_total");
 	make_pages("f", 4, 0666);
 	root_mark("f", 0, 0);
 	open_mount_root();
@@ -756,8 +740,8 @@ START_TEST(other_user_cannot_purge_mount_eperm)
 				      "as uid %u: setxattr(%s, user.volatile.purge, %s): expected "
 				      "EPERM, got %s", u ? OTHER : NOBODY, base_dir, values[i],
 				      r[u][i].err == -1 ? r[u][i].where : errname(r[u][i].err));
-	ck_assert_uint_eq(stat_key("purges_total"), purges);
-	ck_assert_uint_eq(stat_key("purged_bytes_total"), purged_bytes);
+	ck_assert_uint_eq(mount_stat(base_dir, "purges_total"), purges);
+	ck_assert_uint_eq(mount_stat(base_dir, "purged_bytes_total"), purged_bytes);
 	ASSERT_XATTR("f", "user.volatile.ranges", "0:0 volatile priority=3\n");
 	ASSERT_XATTR("f", "user.volatile.purged", "");
 	assert_pages("f", 4);
@@ -785,7 +769,7 @@ END_TEST
 START_TEST(root_may_set_memory_limit_and_purge)
 {
 	char before[64], want[64];
-	uint64_t purges = stat_key("purges_total");
+	uint64_t purges = mount_stat(base_dir, "purges_total");
 
 	xattr_str(base_dir, "user.volatile.memory_limit", before, sizeof(before));
 	uint64_t lim = strtoull(before, NULL, 10);
@@ -800,7 +784,7 @@ START_TEST(root_may_set_memory_limit_and_purge)
 	root_mark("f", 0, PAGE);
 	CHECK(setxattr(base_dir, "user.volatile.purge", "all", 3, 0));
 	ASSERT_XATTR("f", "user.volatile.purged", "0:4096\n");
-	ck_assert_uint_gt(stat_key("purges_total"), purges);
+	ck_assert_uint_gt(mount_stat(base_dir, "purges_total"), purges);
 }
 END_TEST
 
@@ -810,7 +794,7 @@ END_TEST
 /* tmpfs: a write by a user without CAP_FSETID clears S_ISUID ... */
 START_TEST(write_by_other_user_clears_setuid)
 {
-	make_file("f", "old", 04777);
+	make_file_mode("f", "old", 04777);
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 04777);
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_WRITE, .a = "f", .value = "X");
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0777);
@@ -821,11 +805,11 @@ END_TEST
 /* ... and S_ISGID when the group may execute; S_ISUID and S_ISGID together go together. */
 START_TEST(write_by_other_user_clears_setgid_with_group_exec)
 {
-	make_file("f", "old", 02777);
+	make_file_mode("f", "old", 02777);
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_WRITE, .a = "f", .value = "X");
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0777);
 
-	make_file("g", "old", 06777);
+	make_file_mode("g", "old", 06777);
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_WRITE, .a = "g", .value = "X", .n1 = 3);
 	ck_assert_uint_eq(mode_of("g"), S_IFREG | 0777);
 	assert_contents("g", "oldX");
@@ -838,7 +822,7 @@ END_TEST
  */
 START_TEST(write_by_other_user_outside_group_clears_setgid_without_group_exec)
 {
-	make_file("f", "old", 02767);
+	make_file_mode("f", "old", 02767);
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 02767);
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_WRITE, .a = "f", .value = "X");
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0767);
@@ -847,7 +831,7 @@ END_TEST
 
 START_TEST(truncate_by_other_user_outside_group_clears_setgid_without_group_exec)
 {
-	make_file("f", "old", 02767);
+	make_file_mode("f", "old", 02767);
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_TRUNCATE, .a = "f", .n1 = 1);
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0767);
 	assert_contents("f", "o");
@@ -856,7 +840,7 @@ END_TEST
 
 START_TEST(write_by_group_member_keeps_setgid_without_group_exec)
 {
-	make_file("f", "old", 0600);
+	make_file_mode("f", "old", 0600);
 	CHECK(chown("f", 0, NOBODY));
 	CHECK(chmod("f", 02760));
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 02760);
@@ -871,7 +855,7 @@ START_TEST(write_by_root_keeps_setuid_and_setgid)
 {
 	int fd;
 
-	make_file("f", "old", 06777);
+	make_file_mode("f", "old", 06777);
 	fd = CHECK(open("f", O_WRONLY));
 	ck_assert_int_eq(CHECK(pwrite(fd, "X", 1, 0)), 1);
 	CHECK(close(fd));
@@ -883,7 +867,7 @@ END_TEST
 /* tmpfs: truncate by a user without CAP_FSETID clears them as a write does. */
 START_TEST(truncate_by_other_user_clears_setuid_and_setgid)
 {
-	make_file("f", "old", 06777);
+	make_file_mode("f", "old", 06777);
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_TRUNCATE, .a = "f", .n1 = 1);
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0777);
 	assert_contents("f", "o");
@@ -893,7 +877,7 @@ END_TEST
 /* tmpfs: so does an open with O_TRUNC (do_truncate asks to kill them, as a truncate does). */
 START_TEST(open_trunc_by_other_user_clears_setuid_and_setgid)
 {
-	make_file("f", "old", 06777);
+	make_file_mode("f", "old", 06777);
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_OPEN, .a = "f", .flags = O_WRONLY | O_TRUNC);
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0777);
 	assert_contents("f", "");
@@ -911,7 +895,7 @@ START_TEST(write_through_open_made_before_chmod_clears_setuid)
 	char c = 0;
 	pid_t pid;
 
-	make_file("f", "old", 0666);
+	make_file_mode("f", "old", 0666);
 	CHECK(pipe(ready));
 	CHECK(pipe(go));
 	pid = CHECK(fork());
@@ -944,7 +928,7 @@ END_TEST
 /* tmpfs: the owner's write clears them too (only CAP_FSETID keeps them). */
 START_TEST(write_by_owner_clears_setuid)
 {
-	make_file("f", "old", 0666);
+	make_file_mode("f", "old", 0666);
 	CHECK(chown("f", NOBODY, NOBODY));
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_CHMOD, .a = "f", .n1 = 06755);
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 06755);
@@ -956,11 +940,11 @@ END_TEST
 /* tmpfs: chown by root clears S_ISUID and S_ISGID (with group exec) of a regular file. */
 START_TEST(chown_by_root_clears_setuid_and_setgid)
 {
-	make_file("f", "", 06755);
+	make_file_mode("f", "", 06755);
 	CHECK(chown("f", 1000, 1000));
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0755);
 
-	make_file("g", "", 04755);
+	make_file_mode("g", "", 04755);
 	CHECK(chown("g", (uid_t)-1, 1000)); /* the group alone */
 	ck_assert_uint_eq(mode_of("g"), S_IFREG | 0755);
 }
@@ -969,7 +953,7 @@ END_TEST
 /* tmpfs: chgrp by the owner (to a group it is in) clears them as well. */
 START_TEST(chown_by_owner_clears_setuid_and_setgid)
 {
-	make_file("f", "", 0644);
+	make_file_mode("f", "", 0644);
 	CHECK(chown("f", NOBODY, 0));
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_CHMOD, .a = "f", .n1 = 04755);
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_CHOWN, .a = "f", .n1 = -1, .n2 = NOBODY);
@@ -1030,7 +1014,7 @@ START_TEST(chown_keeps_or_clears_setid_as_the_vfs)
 				if (dir)
 					CHECK(mkdir(name, 0700));
 				else
-					make_file(name, "", 0600);
+					make_file_mode(name, "", 0600);
 				CHECK(chown(name, NOBODY, NOBODY));
 				CHECK(chmod(name, modes[m]));
 				CHECK(stat(name, &before));
@@ -1070,7 +1054,7 @@ START_TEST(other_user_cannot_chown_or_chmod_eperm)
 {
 	struct stat st;
 
-	make_file("f", "", 0666);
+	make_file_mode("f", "", 0666);
 	EXPECT_AS(NOBODY, EPERM, "chown", .kind = OP_CHOWN, .a = "f", .n1 = NOBODY, .n2 = -1);
 	EXPECT_AS(NOBODY, EPERM, "chmod", .kind = OP_CHMOD, .a = "f", .n1 = 04777);
 	CHECK(chown("f", NOBODY, NOBODY));
@@ -1086,7 +1070,7 @@ END_TEST
 /* tmpfs: a user that is not in the file's group cannot set S_ISGID: chmod clears it. */
 START_TEST(chmod_by_owner_outside_group_drops_setgid)
 {
-	make_file("f", "", 0644);
+	make_file_mode("f", "", 0644);
 	CHECK(chown("f", NOBODY, 0));
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_CHMOD, .a = "f", .n1 = 02755);
 	ck_assert_uint_eq(mode_of("f"), S_IFREG | 0755);
@@ -1100,8 +1084,8 @@ START_TEST(sticky_dir_other_user_cannot_unlink_or_rename_roots_file)
 {
 	CHECK(mkdir("s", 0755));
 	CHECK(chmod("s", 01777));
-	make_file("s/root", "r", 0666);
-	make_file("s/root2", "q", 0666);
+	make_file_mode("s/root", "r", 0666);
+	make_file_mode("s/root2", "q", 0666);
 	EXPECT_AS(NOBODY, EPERM, "unlink", .kind = OP_UNLINK, .a = "s/root");
 	EXPECT_AS(NOBODY, EPERM, "rename", .kind = OP_RENAME, .a = "s/root", .b = "s/mine");
 	/* Nor replace it by renaming its own file over it. */
@@ -1138,14 +1122,14 @@ START_TEST(sticky_dir_owner_may_unlink_other_users_file)
 	CHECK(mkdir("s", 0755));
 	CHECK(chmod("s", 01777));
 	CHECK(chown("s", NOBODY, NOBODY));
-	make_file("s/theirs", "t", 0644);
+	make_file_mode("s/theirs", "t", 0644);
 	CHECK(chown("s/theirs", OTHER, OTHER));
 	EXPECT_AS(OTHER, 0, NULL, .kind = OP_CREATE, .a = "s/theirs2");
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_UNLINK, .a = "s/theirs");
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_RENAME, .a = "s/theirs2", .b = "s/x");
 	ASSERT_ERRNO(access("s/theirs", F_OK), ENOENT);
 	/* A third user may not. */
-	make_file("s/root", "r", 0666);
+	make_file_mode("s/root", "r", 0666);
 	EXPECT_AS(OTHER, EPERM, "unlink", .kind = OP_UNLINK, .a = "s/root");
 }
 END_TEST
@@ -1154,8 +1138,8 @@ START_TEST(non_sticky_0777_dir_lets_other_user_unlink_and_rename_roots_file)
 {
 	CHECK(mkdir("d", 0755));
 	CHECK(chmod("d", 0777));
-	make_file("d/root", "r", 0600);
-	make_file("d/root2", "q", 0600);
+	make_file_mode("d/root", "r", 0600);
+	make_file_mode("d/root2", "q", 0600);
 	CHECK(mkdir("d/rootdir", 0755));
 	EXPECT_AS(NOBODY, 0, NULL, .kind = OP_RENAME, .a = "d/root", .b = "d/mine");
 	assert_contents("d/mine", "r");
@@ -1172,7 +1156,7 @@ END_TEST
 START_TEST(non_writable_dir_refuses_other_user_eacces)
 {
 	CHECK(mkdir("d", 0755));
-	make_file("d/root", "r", 0666);
+	make_file_mode("d/root", "r", 0666);
 	EXPECT_AS(NOBODY, EACCES, "unlink", .kind = OP_UNLINK, .a = "d/root");
 	EXPECT_AS(NOBODY, EACCES, "rename", .kind = OP_RENAME, .a = "d/root", .b = "d/x");
 	EXPECT_AS(NOBODY, EACCES, "create", .kind = OP_CREATE, .a = "d/new");

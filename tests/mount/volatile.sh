@@ -52,6 +52,8 @@
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=vollib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/vollib.sh"
 
 limit_mb=${VFS_TEST_LIMIT_MB:-32}
 [[ $limit_mb =~ ^[1-9][0-9]*$ ]] || fail "VFS_TEST_LIMIT_MB=$limit_mb is not a number of MiB"
@@ -74,71 +76,12 @@ MiB=1048576
 
 # ---------------------------------------------------------------- helpers
 
-# vis STRING: newlines and tabs shown as \n and \t.
-vis()
-{
-	local s=${1//$'\n'/\\n}
-	printf '%s' "${s//$'\t'/\\t}"
-}
-
-# sx NAME VALUE PATH: set NAME to exactly VALUE. Passed hex-encoded, because
-# setfattr itself decodes values that begin with 0x, 0s or a quote.
-sx()
-{
-	local hex
-	if [[ -z $2 ]]; then
-		setfattr -n "$1" "$3"
-		return
-	fi
-	hex=$(printf '%s' "$2" | od -An -v -tx1 | tr -d ' \n')
-	setfattr -n "$1" -v "0x$hex" "$3"
-}
-
-mark() { sx user.volatile.mark "$1" "$2" || fail "mark '$(vis "$1")' on $2 refused"; }
-unmark() { sx user.volatile.unmark "$1" "$2" || fail "unmark '$(vis "$1")' on $2 refused"; }
-purge() { sx user.volatile.purge "$1" "$2" || fail "purge '$1' on $2 refused"; }
-
-# raw NAME PATH: the value followed by "." (command substitution would eat
-# a final newline otherwise).
-raw() { getfattr --absolute-names --only-values -n "$1" "$2" && printf .; }
-
-# is_val WHAT NAME PATH [LINE...]: the value is exactly LINE... each ended by
-# a newline (no LINE: the empty value).
-is_val()
-{
-	local what=$1 name=$2 path=$3 got l want=''
-	shift 3
-	for l in "$@"; do
-		want+=$l$'\n'
-	done
-	got=$(raw "$name" "$path") || fail "$what: getfattr -n $name $path failed"
-	got=${got%.}
-	[[ $got == "$want" ]] ||
-		fail "$what: $name of $path is '$(vis "$got")', want '$(vis "$want")'"
-	ok "$what: '$(short "$(vis "$want")")'"
-}
-rg() { is_val "$1" user.volatile.ranges "${@:2}"; }
-pg() { is_val "$1" user.volatile.purged "${@:2}"; }
-
 # snap PATH: ranges and purged set of PATH, for "nothing changed" checks.
 snap()
 {
 	local r p
 	r=$(raw user.volatile.ranges "$1") && p=$(raw user.volatile.purged "$1") &&
 		printf '%s|%s' "$r" "$p"
-}
-
-# st KEY: one value of the root's user.volatile.stats.
-st()
-{
-	local all v
-	all=$(getfattr --absolute-names --only-values -n user.volatile.stats "$root") || return 1
-	v=$(sed -n "s/^$1=//p" <<< "$all")
-	[[ $v =~ ^[0-9]+$ ]] || {
-		echo "no numeric $1 in user.volatile.stats: $(vis "$all")" >&2
-		return 1
-	}
-	echo "$v"
 }
 
 # listed PATH: user.volatile.* names getfattr -d -m - lists on PATH.
@@ -155,43 +98,6 @@ names()
 	local dump
 	dump=$(getfattr --absolute-names -d -m - "$1") || return 1
 	sed -n 's/^\([^#][^=]*\)\(=.*\)\{0,1\}$/\1/p' <<< "$dump" | sort | tr '\n' ' '
-}
-
-# mkfile PATH SIZE: PATH with SIZE random bytes, and its reference copy
-# $scratch/PATH (which the checks update as they change PATH).
-mkfile()
-{
-	head -c "$2" /dev/urandom > "$scratch/$1"
-	cp "$scratch/$1" "$1"
-}
-
-# put PATH OFF LEN [BYTE]: write LEN bytes 'x' (or BYTE) at OFF, into PATH and
-# its reference. One write(2): it reaches the daemon as one write.
-put()
-{
-	local f
-	for f in "$1" "$scratch/$1"; do
-		head -c "$3" /dev/zero | tr '\0' "${4:-x}" |
-			dd of="$f" bs="$3" seek="$2" oflag=seek_bytes iflag=fullblock \
-				conv=notrunc status=none
-	done
-}
-
-# zero_ref PATH OFF LEN: the reference now reads zeros there.
-zero_ref()
-{
-	head -c "$3" /dev/zero |
-		dd of="$scratch/$1" bs="$3" seek="$2" oflag=seek_bytes iflag=fullblock \
-			conv=notrunc status=none
-}
-
-# same WHAT PATH: PATH holds exactly its reference's bytes.
-same()
-{
-	local diff
-	diff=$(cmp "$1" "$scratch/$1" 2>&1) || true
-	[[ -z $diff ]] || fail "$2: $1 differs from what it should hold: $diff"
-	ok "$2"
 }
 
 # zeros WHAT PATH OFF LEN: PATH reads as zeros for LEN bytes at OFF.
@@ -531,7 +437,7 @@ eq "stats: every line but pressure_sources and passthrough is key=decimal" \
 eq "stats: passthrough is on or off" "$(grep -cE '^passthrough=(on|off)$' <<< "$keys")" 1
 eq "stats: pressure_sources is a list of known sources" \
 	"$(grep -cE '^pressure_sources=(none|(cgroup2|cgroup1|psi|meminfo)(,(cgroup1|psi|meminfo))*)$' <<< "$keys")" 1
-limit=$(st memory_limit)
+limit=$(stat_num memory_limit)
 eq "stats: memory_limit is the mount option" "$limit" $((mount_mb * MiB))
 # ninety WHAT LOW LIMIT: LOW is 90% of LIMIT, to the byte (rounded either way).
 ninety()
@@ -540,46 +446,46 @@ ninety()
 	((d > -10 && d < 10)) || fail "$1: memory_low=$2 is not 90% of $3"
 	ok "$1: $2"
 }
-ninety "stats: memory_low is 90% of memory_limit" "$(st memory_low)" "$limit"
-rss=$(st rss)
+ninety "stats: memory_low is 90% of memory_limit" "$(stat_num memory_low)" "$limit"
+rss=$(stat_num rss)
 vm=$(($(daemon_rss_kib) * 1024))
 ((rss > 0 && rss < 2 * vm + 4 * MiB && vm < 2 * rss + 4 * MiB)) ||
 	fail "stats: rss=$rss is not the daemon's RSS (VmRSS $vm bytes)"
 ok "stats: rss=$rss is about the daemon's VmRSS ($vm)"
-eq "stats: enospc_total 0" "$(st enospc_total)" 0
+eq "stats: enospc_total 0" "$(stat_num enospc_total)" 0
 
-units0=$(st volatile_units)
-files0=$(st files)
+units0=$(stat_num volatile_units)
+files0=$(stat_num files)
 mkfile s1 $MiB
 mkfile s2 $MiB
-eq "stats: files counts two new files" "$(st files)" $((files0 + 2))
+eq "stats: files counts two new files" "$(stat_num files)" $((files0 + 2))
 mark "0:4K 8K:4K 16K:4K" s1
-eq "stats: volatile_units +3 after marking three ranges" "$(st volatile_units)" $((units0 + 3))
+eq "stats: volatile_units +3 after marking three ranges" "$(stat_num volatile_units)" $((units0 + 3))
 mark 0:12K s1
-eq "stats: volatile_units -1 after one unit absorbed two" "$(st volatile_units)" $((units0 + 2))
+eq "stats: volatile_units -1 after one unit absorbed two" "$(stat_num volatile_units)" $((units0 + 2))
 unmark 4K:4K s1
-eq "stats: volatile_units +1 after an unmark split one" "$(st volatile_units)" $((units0 + 3))
+eq "stats: volatile_units +1 after an unmark split one" "$(stat_num volatile_units)" $((units0 + 3))
 unmark all s1
-eq "stats: volatile_units back after unmark all" "$(st volatile_units)" "$units0"
-vb0=$(st volatile_bytes)
+eq "stats: volatile_units back after unmark all" "$(stat_num volatile_units)" "$units0"
+vb0=$(stat_num volatile_bytes)
 mark all s2
-vb1=$(st volatile_bytes)
+vb1=$(stat_num volatile_bytes)
 eq "stats: volatile_bytes +1 MiB after marking a 1 MiB file" "$((vb1 - vb0))" $MiB
-pt0=$(st purges_total)
-pb0=$(st purged_bytes_total)
-db0=$(st data_bytes)
+pt0=$(stat_num purges_total)
+pb0=$(stat_num purged_bytes_total)
+db0=$(stat_num data_bytes)
 purge all s2
-eq "stats: purges_total +1 after purging one unit" "$(st purges_total)" $((pt0 + 1))
-eq "stats: purged_bytes_total +1 MiB" "$(st purged_bytes_total)" $((pb0 + MiB))
-eq "stats: volatile_bytes falls by 1 MiB" "$(st volatile_bytes)" "$vb0"
-eq "stats: data_bytes falls by 1 MiB" "$(st data_bytes)" $((db0 - MiB))
+eq "stats: purges_total +1 after purging one unit" "$(stat_num purges_total)" $((pt0 + 1))
+eq "stats: purged_bytes_total +1 MiB" "$(stat_num purged_bytes_total)" $((pb0 + MiB))
+eq "stats: volatile_bytes falls by 1 MiB" "$(stat_num volatile_bytes)" "$vb0"
+eq "stats: data_bytes falls by 1 MiB" "$(stat_num data_bytes)" $((db0 - MiB))
 rm -f s1 s2
 for ((i = 0; i < 100; i++)); do
-	[[ $(st files) == "$files0" ]] && break
+	[[ $(stat_num files) == "$files0" ]] && break
 	sleep 0.1
 done
-eq "stats: files falls back after deleting them" "$(st files)" "$files0"
-eq "stats: ... and their units are gone" "$(st volatile_units)" "$units0"
+eq "stats: files falls back after deleting them" "$(stat_num files)" "$files0"
+eq "stats: ... and their units are gone" "$(stat_num volatile_units)" "$units0"
 
 # ----------------------------------------------------------------- statfs
 
@@ -605,29 +511,29 @@ new=$((limit_mb * MiB))
 sx user.volatile.memory_limit "${limit_mb}M" . || fail "memory_limit=${limit_mb}M refused"
 eq "memory_limit: set ${limit_mb}M, get follows" \
 	"$(getfattr --absolute-names --only-values -n user.volatile.memory_limit .)" "$new"
-eq "memory_limit: stats memory_limit follows" "$(st memory_limit)" "$new"
-ninety "memory_limit: memory_low follows at 90%" "$(st memory_low)" "$new"
+eq "memory_limit: stats memory_limit follows" "$(stat_num memory_limit)" "$new"
+ninety "memory_limit: memory_low follows at 90%" "$(stat_num memory_low)" "$new"
 eq "memory_limit: stat -f total blocks follow" "$(stat -f -c %b .)" $((new / 4096))
 sx user.volatile.memory_limit "$(printf '0x%x' "$limit")" . ||
 	fail "memory_limit back to the mount's (hex) refused"
-eq "memory_limit: set in hex" "$(st memory_limit)" "$limit"
+eq "memory_limit: set in hex" "$(stat_num memory_limit)" "$limit"
 for v in bogus 12Q "" "1 M"; do
 	expect_fail "memory_limit '$v' gives Invalid argument" "Invalid argument" \
 		sx user.volatile.memory_limit "$v" .
 done
-eq "... and the limit is unchanged" "$(st memory_limit)" "$limit"
+eq "... and the limit is unchanged" "$(stat_num memory_limit)" "$limit"
 
 vsize=$(((limit_mb + 16) * MiB))
 head -c "$vsize" /dev/urandom > vbig
 mark all vbig
-vb=$(st volatile_bytes)
+vb=$(stat_num volatile_bytes)
 ((vb >= vsize)) || fail "volatile_bytes=$vb with $vsize bytes marked"
 sx user.volatile.memory_limit "${limit_mb}m" . || fail "memory_limit=${limit_mb}m refused"
 eq "lowering the limit under the volatile data purges at once: volatile_bytes 0" \
-	"$(st volatile_bytes)" 0
+	"$(stat_num volatile_bytes)" 0
 pg "... vbig was purged whole" vbig "0:$vsize"
 zeros "... and reads as zeros, though its pages were in the page cache" vbig 0 "$vsize"
-rss=$(st rss)
+rss=$(stat_num rss)
 ((rss <= new)) || fail "stats rss=$rss after lowering the limit to $new"
 ok "... stats rss $rss is under the new limit $new"
 vm=$(($(daemon_rss_kib) * 1024))
@@ -646,7 +552,7 @@ mark all own.w
 mark all own.r
 expect_fail "uid 65534: set memory_limit on the root gives Operation not permitted" \
 	"Operation not permitted" as_nobody setfattr -n user.volatile.memory_limit -v 64M .
-eq "... and the limit is unchanged" "$(st memory_limit)" "$limit"
+eq "... and the limit is unchanged" "$(stat_num memory_limit)" "$limit"
 expect_fail "uid 65534: purge all on the root gives Operation not permitted" \
 	"Operation not permitted" as_nobody setfattr -n user.volatile.purge -v all .
 expect_fail "uid 65534: purge 1M on the root gives Operation not permitted" \
@@ -675,7 +581,7 @@ rm -f own.w own.r
 
 mkfile keep $MiB
 purge all .
-eq "purge all on the root: no volatile byte left resident" "$(st volatile_bytes)" 0
+eq "purge all on the root: no volatile byte left resident" "$(stat_num volatile_bytes)" 0
 pg "... r's unit purged too" r "0:20480"
 same keep "... non-volatile data untouched"
 expect_fail "purge 'bogus' on the root gives Invalid argument" "Invalid argument" \
@@ -685,9 +591,9 @@ expect_fail "purge of a SIZE on a file gives Invalid argument" "Invalid argument
 expect_fail "purge on a directory gives Invalid argument" "Invalid argument" \
 	sx user.volatile.purge all d
 
-pt0=$(st purges_total)
+pt0=$(stat_num purges_total)
 purge 0 .
-eq "purge 0 on the root purges nothing" "$(st purges_total)" "$pt0"
+eq "purge 0 on the root purges nothing" "$(stat_num purges_total)" "$pt0"
 
 # purged_of FILE...: "FILE=0|1" for each, 1 when its purged set is not empty.
 purged_of()
@@ -707,11 +613,11 @@ mark "all priority=4" q1
 mark "all priority=1" q2
 mark "all priority=6" q3
 mark "all priority=2" q4
-pt0=$(st purges_total)
+pt0=$(stat_num purges_total)
 purge 1M .
 eq "purge 1M: exactly the lowest priority unit (q2, priority 1)" "$(purged_of q1 q2 q3 q4)" \
 	"q1=0 q2=1 q3=0 q4=0"
-eq "... one purge" "$(st purges_total)" $((pt0 + 1))
+eq "... one purge" "$(stat_num purges_total)" $((pt0 + 1))
 purge 1 .
 eq "purge 1 (byte): one whole unit, the next priority (q4, priority 2)" \
 	"$(purged_of q1 q2 q3 q4)" "q1=0 q2=1 q3=0 q4=1"
@@ -772,13 +678,13 @@ eq "LRU: m1 read (O_DIRECT) is recent, m2 goes" "$(purged_of m1 m2)" "m1=0 m2=1"
 # --------------------------------------------------- values over 64 KiB
 
 mkfile many 65536
-units0=$(st volatile_units)
+units0=$(stat_num volatile_units)
 list=
 for ((i = 0; i < 3000; i++)); do
 	list+="$((i * 8))K:4K "
 done
 mark "$list" many
-eq "one call marks 3000 units" "$(st volatile_units)" $((units0 + 3000))
+eq "one call marks 3000 units" "$(stat_num volatile_units)" $((units0 + 3000))
 expect_fail "a ranges value over 64 KiB gives Argument list too long" \
 	"Argument list too long" getfattr --absolute-names -n user.volatile.ranges many
 unmark all many

@@ -30,63 +30,12 @@
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=vollib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/vollib.sh"
 
 MiB=1048576
 
 # ---------------------------------------------------- helpers (mounted parts)
-
-vis()
-{
-	local s=${1//$'\n'/\\n}
-	printf '%s' "${s//$'\t'/\\t}"
-}
-
-mark() { setfattr -n user.volatile.mark -v "$1" "$2" || fail "mark '$1' on $2 refused"; }
-purge() { setfattr -n user.volatile.purge -v "$1" "$2" || fail "purge '$1' on $2 refused"; }
-
-# is_val WHAT NAME PATH [LINE...]: the value is exactly LINE..., each ended by
-# a newline (no LINE: the empty value).
-is_val()
-{
-	local what=$1 name=$2 path=$3 got l want=''
-	shift 3
-	for l in "$@"; do
-		want+=$l$'\n'
-	done
-	got=$(getfattr --absolute-names --only-values -n "$name" "$path" && printf .) ||
-		fail "$what: getfattr -n $name $path failed"
-	got=${got%.}
-	[[ $got == "$want" ]] ||
-		fail "$what: $name of $path is '$(vis "$got")', want '$(vis "$want")'"
-	ok "$what: '$(short "$(vis "$want")")'"
-}
-rg() { is_val "$1" user.volatile.ranges "${@:2}"; }
-pg() { is_val "$1" user.volatile.purged "${@:2}"; }
-
-# mkfile PATH SIZE: random bytes, with a reference copy $scratch/PATH.
-mkfile()
-{
-	head -c "$2" /dev/urandom > "$scratch/$1"
-	cp "$scratch/$1" "$1"
-}
-
-# put PATH OFF LEN: one write of LEN bytes 'x' at OFF, into PATH and its reference.
-put()
-{
-	local f
-	for f in "$1" "$scratch/$1"; do
-		head -c "$3" /dev/zero | tr '\0' x |
-			dd of="$f" bs="$3" seek="$2" oflag=seek_bytes iflag=fullblock \
-				conv=notrunc status=none
-	done
-}
-
-zero_ref()
-{
-	head -c "$3" /dev/zero |
-		dd of="$scratch/$1" bs="$3" seek="$2" oflag=seek_bytes iflag=fullblock \
-			conv=notrunc status=none
-}
 
 # part_ok WHAT PATH OFF LEN: reading LEN bytes at OFF works and gives the
 # reference's bytes.
@@ -101,31 +50,10 @@ part_ok()
 	ok "$1"
 }
 
-same()
-{
-	local diff
-	diff=$(cmp "$1" "$scratch/$1" 2>&1) || true
-	[[ -z $diff ]] || fail "$2: $1 differs from what it should hold: $diff"
-	ok "$2"
-}
-
 drop_caches()
 {
 	sync
 	echo 1 > /proc/sys/vm/drop_caches 2> /dev/null || true
-}
-
-st()
-{
-	local all v
-	all=$(getfattr --absolute-names --only-values -n user.volatile.stats "$VFS_TEST_DIR") ||
-		return 1
-	v=$(sed -n "s/^$1=//p" <<< "$all")
-	[[ $v =~ ^[0-9]+$ ]] || {
-		echo "no numeric $1 in user.volatile.stats: $(vis "$all")" >&2
-		return 1
-	}
-	echo "$v"
 }
 
 # ------------------------------------------------------------ mounted parts
@@ -248,16 +176,16 @@ part_unmark()
 
 part_low()
 {
-	eq "low: explicit memory_low=300M" "$(st memory_low)" $((300 * MiB))
+	eq "low: explicit memory_low=300M" "$(stat_num memory_low)" $((300 * MiB))
 	setfattr -n user.volatile.memory_limit -v 1G . || fail "memory_limit=1G refused"
-	eq "low: raising the limit to 1G leaves the explicit memory_low" "$(st memory_low)" \
+	eq "low: raising the limit to 1G leaves the explicit memory_low" "$(stat_num memory_low)" \
 		$((300 * MiB))
 	setfattr -n user.volatile.memory_limit -v 256M . || fail "memory_limit=256M refused"
-	eq "low: lowering the limit to 256M caps memory_low at it" "$(st memory_low)" \
+	eq "low: lowering the limit to 256M caps memory_low at it" "$(stat_num memory_low)" \
 		$((256 * MiB))
 	setfattr -n user.volatile.memory_limit -v 1G . || fail "memory_limit=1G refused"
 	eq "low: raising the limit to 1G again gives the explicit 300M back" \
-		"$(st memory_low)" $((300 * MiB))
+		"$(stat_num memory_low)" $((300 * MiB))
 }
 
 if [[ ${1:-} == --mounted ]]; then

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "arena.h"
+#include "utest.h"
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -413,9 +414,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("arena");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
 
 	tcase_add_test(tc, arena_alloc_gives_aligned_zeroed_pages);
 	tcase_add_test(tc, arena_freed_page_reads_zero_when_reused);
@@ -428,10 +427,5 @@ int main(void)
 	tcase_add_test(tc, arena_fill_by_faulting);
 	tcase_add_test(tc, arena_stray_fault_reads_zeros);
 	tcase_add_test(tc, arena_fill_after_fork);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

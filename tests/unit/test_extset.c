@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "extset.h"
+#include "utest.h"
 
 /*
  * Walk the set and check its invariants: every extent non-empty, in
@@ -633,9 +634,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("extset");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
 
 	tcase_add_test(tc, extset_starts_empty);
 	tcase_add_test(tc, extset_add_empty_range_is_noop);
@@ -660,10 +659,5 @@ int main(void)
 	tcase_add_test(tc, extset_clear_frees_all_and_leaves_set_usable);
 	tcase_add_test(tc, extset_one_add_swallows_many_extents);
 	tcase_add_test(tc, extset_matches_byte_model_randomized);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

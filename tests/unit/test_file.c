@@ -18,28 +18,23 @@
 #include "meta.h"
 #include "pagemap.h"
 #include "vol.h"
+#include "utest.h"
 
 static struct fs fs;
 static struct inode *f;
 
 static void setup(void)
 {
-	struct fs_config cfg = { .memory_limit = 1ull << 30, .root_mode = 0755 };
 	const struct fs_cred cred = { 0, 0 };
 	struct stat st;
 
-	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
-	evict_attach(&fs); /* writes that need room purge */
+	utest_fs_init(&fs, 0755, true);
 	ck_assert_int_eq(fs_mknod(&fs, fs.root, "f", S_IFREG | 0600, 0, NULL, &cred, &f, &st), 0);
 }
 
 static void teardown(void)
 {
-	fs_destroy(&fs);
-	/* Everything given back: no page, no metadata, no reservation left. */
-	ck_assert_uint_eq(meta_bytes(), 0);
-	ck_assert_uint_eq(atomic_load(&fs.mem.charged), 0);
-	ck_assert_uint_eq(atomic_load(&fs.mem.meta), 0);
+	utest_fs_destroy(&fs);
 }
 
 static void fill_pattern(char *buf, size_t n, unsigned seed)
@@ -683,10 +678,8 @@ START_TEST(write_refused_for_its_extent_gives_back_the_pages_reservation)
 	ck_assert_int_eq(vol_mark(&fs, f, &r, 1, 3, false), 0);
 	ck_assert_uint_eq(evict_all(&fs), 4 * PG);
 	ck_assert(vol_has_purged(&fs, f));
-	/* Freeze base. */
-	close(fs.mem.statm_fd);
-	fs.mem.statm_fd = -1;
 	base = (uint64_t)atomic_load(&fs.mem.base);
+	utest_mem_freeze(&fs.mem, base);
 	c0 = charged();
 	pages0 = arena_pages(&fs.arena);
 	meta0 = atomic_load(&fs.mem.meta);
@@ -711,12 +704,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("file");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", setup, teardown, 30);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, write_read_unaligned_across_pages);
 	tcase_add_test(tc, sparse_file_holds_only_written_pages);
 	tcase_add_test(tc, truncate_down_then_up_reads_zeros);
@@ -736,10 +725,5 @@ int main(void)
 	tcase_add_test(tc, write_refused_for_room_leaves_nothing_reserved);
 	tcase_add_test(tc, write_refused_for_its_extent_gives_back_the_pages_reservation);
 	tcase_add_test(tc, arena_store_reports_fill_and_frees_a_range);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

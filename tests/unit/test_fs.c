@@ -17,23 +17,19 @@
 #include "mem.h"
 #include "meta.h"
 #include "vxattr.h"
+#include "utest.h"
 
 static struct fs fs;
 static const struct fs_cred cred = { .uid = 1000, .gid = 1000 };
 
 static void setup(void)
 {
-	struct fs_config cfg = { .memory_limit = 1ull << 30, .root_mode = 01777 };
-
-	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
+	utest_fs_init(&fs, 01777, false);
 }
 
 static void teardown(void)
 {
-	fs_destroy(&fs);
-	/* Everything given back: no metadata, no reservation left. */
-	ck_assert_uint_eq(meta_bytes(), 0);
-	ck_assert_uint_eq(atomic_load(&fs.mem.charged), 0);
+	utest_fs_destroy(&fs);
 }
 
 static struct inode *mk(struct inode *dir, const char *name, mode_t mode)
@@ -591,11 +587,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("fs");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", setup, teardown, 10);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, itable_counts_nodes_and_root_is_ino_1);
 	tcase_add_test(tc, mknod_sets_owner_mode_and_lookup_count);
 	tcase_add_test(tc, names_over_255_bytes_are_refused);
@@ -618,11 +611,5 @@ int main(void)
 	tcase_add_test(tc, request_under_limit_purges_even_when_rss_is_over);
 	tcase_add_test(tc, room_granted_is_paid_even_when_the_rss_grows_before_the_allocation);
 	tcase_add_test(tc, security_lookup_answers_without_the_node_lock);
-	tcase_set_timeout(tc, 10);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

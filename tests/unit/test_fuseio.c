@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fuseio.h"
+#include "utest.h"
 
 struct k_init_in { /* 7.36+ */
 	uint32_t major, minor, max_readahead, flags, flags2, unused[11];
@@ -144,9 +145,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("fuseio");
-	TCase *tc = tcase_create("patch");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "patch", NULL, NULL, 0);
 
 	tcase_add_test(tc, offsets_match_the_kernel_structures);
 	tcase_add_test(tc, init_offer_reads_flags2_only_with_init_ext);
@@ -154,10 +153,5 @@ int main(void)
 	tcase_add_test(tc, init_patch_refuses_what_the_kernel_would_not_take);
 	tcase_add_test(tc, init_patch_takes_killpriv_v2_only_with_passthrough);
 	tcase_add_test(tc, open_patch_sets_the_flag_and_id_of_open_and_create_replies);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

@@ -21,6 +21,7 @@
 #include "arena.h"
 #include "mem.h"
 #include "meta.h"
+#include "utest.h"
 
 #define MiB (1ull << 20)
 
@@ -31,19 +32,11 @@ static struct mem m;
 #define BASE  (10 * MiB)
 #define LIMIT (BASE + 64 * MiB)
 
-static void freeze(struct mem *mm, uint64_t base)
-{
-	if (mm->statm_fd >= 0)
-		close(mm->statm_fd);
-	mm->statm_fd = -1;
-	atomic_store(&mm->base, (int64_t)base);
-}
-
 static void setup(void)
 {
 	ck_assert_int_eq(arena_init(&arena), 0);
 	ck_assert_int_eq(mem_init(&m, &arena, LIMIT, 0), 0);
-	freeze(&m, BASE);
+	utest_mem_freeze(&m, BASE);
 	ck_assert_uint_eq(atomic_load(&m.charged), 0);
 }
 
@@ -725,13 +718,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("mem");
-	TCase *tc = tcase_create("reserve");
-	TCase *tm = tcase_create("meta");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "reserve", setup, teardown, 30);
+	TCase *tm = utest_tcase(s, "meta", setup, teardown, 0);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, reserve_up_to_the_limit_exactly);
 	tcase_add_test(tc, reserve_is_a_reservation_not_a_check);
 	tcase_add_test(tc, reserve_zero_always_succeeds);
@@ -739,9 +728,7 @@ int main(void)
 	tcase_add_test(tc, reserve_against_the_kernels_figure);
 	tcase_add_test(tc, meta_charge_against_the_kernels_figure);
 	tcase_add_test(tc, concurrent_reservations_never_pass_the_limit);
-	suite_add_tcase(s, tc);
 
-	tcase_add_checked_fixture(tm, setup, teardown);
 	tcase_add_test(tm, meta_counts_what_the_allocator_spends_unbound);
 	tcase_add_test(tm, meta_calloc_and_strdup);
 	tcase_add_test(tm, meta_bound_charges_the_accounting);
@@ -751,11 +738,5 @@ int main(void)
 	tcase_add_test(tm, meta_credit_lets_reserved_metadata_through_at_the_limit);
 	tcase_add_test(tm, meta_unlimited_passes_the_limit_on_this_thread_only);
 	tcase_add_test(tm, trim_waits_for_enough_freed_metadata);
-	suite_add_tcase(s, tm);
-
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

@@ -27,6 +27,7 @@
 #include "notify.h"
 #include "vol.h"
 #include "vxattr.h"
+#include "utest.h"
 
 /* ---- the kernel's side, as notify.c sees it ---- */
 
@@ -209,14 +210,11 @@ static const struct fs_cred cred = { 0, 0 };
 
 static void setup(void)
 {
-	struct fs_config cfg = { .memory_limit = 1ull << 30, .root_mode = 0755 };
-
 	nevents = 0;
 	blocked = 0;
 	deletes_blocked = false;
 	inside_delete = 0;
-	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
-	evict_attach(&fs); /* writes that need room purge */
+	utest_fs_init(&fs, 0755, true);
 	ck_assert_int_eq(notifier_start(&nt, NULL, &fs), 0);
 }
 
@@ -225,8 +223,7 @@ static void teardown(void)
 	release();
 	ck_assert(notifier_stop(&nt, -1));
 	fs.hooks = (struct fs_hooks){ 0 };
-	fs_destroy(&fs);
-	ck_assert_uint_eq(meta_bytes(), 0);
+	utest_fs_destroy(&fs);
 }
 
 static struct inode *file_with(const char *name, size_t size, bool mark)
@@ -549,10 +546,8 @@ END_TEST
 static Suite *notify_suite(void)
 {
 	Suite *s = suite_create("notify");
-	TCase *tc = tcase_create("notify");
+	TCase *tc = utest_tcase(s, "notify", setup, teardown, 20);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_report_waits_for_the_invalidation);
 	tcase_add_test(tc, test_small_file_does_not_wait_behind_a_large_one);
 	tcase_add_test(tc, test_root_purge_waits_for_every_file);
@@ -564,17 +559,10 @@ static Suite *notify_suite(void)
 	tcase_add_test(tc, test_root_purge_reply_does_not_wait_for_name_deletion);
 	tcase_add_test(tc, test_file_purge_unlinks_auto_unlink_file);
 	tcase_add_test(tc, test_file_purge_keeps_plain_names);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(notify_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return utest_run(notify_suite());
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "opts.h"
+#include "utest.h"
 
 START_TEST(size_accepts_decimal_hex_and_suffixes)
 {
@@ -232,9 +233,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("opts");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
 
 	tcase_add_test(tc, size_accepts_decimal_hex_and_suffixes);
 	tcase_add_test(tc, size_rejects_malformed_values);
@@ -247,10 +246,5 @@ int main(void)
 	tcase_add_test(tc, parse_auto_unmount);
 	tcase_add_test(tc, parse_names_the_first_option_only_a_new_mount_changes);
 	tcase_add_test(tc, asked_finds_whole_items_of_o_lists);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

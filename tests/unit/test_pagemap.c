@@ -7,6 +7,7 @@
 
 #include "meta.h"
 #include "pagemap.h"
+#include "utest.h"
 
 /* Fake page addresses: 4096-aligned, never dereferenced by the map. */
 #define PAGE(i) ((uintptr_t)((i) + 1) << 12)
@@ -588,11 +589,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("pagemap");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 30);
 
-	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, pagemap_get_of_hole_is_zero);
 	tcase_add_test(tc, pagemap_set_get_sparse_indices);
 	tcase_add_test(tc, pagemap_set_beyond_max_index_is_einval);
@@ -610,10 +608,5 @@ int main(void)
 	tcase_add_test(tc, pagemap_fill_bound_holds_for_random_fills);
 	tcase_add_test(tc, pagemap_fill_bound_follows_entries_not_width);
 	tcase_add_test(tc, pagemap_lone_entry_holds_only_its_path);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "pressure.h"
+#include "utest.h"
 
 #define KiB 1024ull
 #define MiB (1024ull * KiB)
@@ -835,9 +836,9 @@ int main(void)
 				parse_mountinfo, v2_sources_and_headroom, v2_need, v1_need };
 	const TTest *threaded[] = { missing_sources_named_once, thread_purges_on_event_and_avail };
 	Suite *s = suite_create("pressure");
-	TCase *tc = tcase_create("core"), *th = tcase_create("thread");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
+	TCase *th = utest_tcase(s, "thread", NULL, NULL, 30);
+	int status;
 
 	strcpy(BASE, "/tmp/vfs-pressure-XXXXXX");
 	if (!mkdtemp(BASE)) {
@@ -848,16 +849,10 @@ int main(void)
 		tcase_add_test(tc, core[i]);
 	for (unsigned i = 0; i < sizeof(threaded) / sizeof(threaded[0]); i++)
 		tcase_add_test(th, threaded[i]);
-	tcase_set_timeout(th, 30);
-	suite_add_tcase(s, tc);
-	suite_add_tcase(s, th);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	status = utest_run(s);
 	if (nftw(BASE, rm_one, 16, FTW_DEPTH | FTW_PHYS)) {
 		perror(BASE);
 		return 1;
 	}
-	return failed ? 1 : 0;
+	return status;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tbuf.h"
+#include "utest.h"
 
 START_TEST(grows_and_keeps_its_bytes)
 {
@@ -70,17 +71,10 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("tbuf");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
 
 	tcase_add_test(tc, grows_and_keeps_its_bytes);
 	tcase_add_test(tc, shrink_gives_back_only_past_keep);
 	tcase_add_test(tc, each_thread_has_its_own);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vgrammar.h"
+#include "utest.h"
 
 #define K 1024ull
 #define M (1024ull * 1024)
@@ -619,9 +620,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("vgrammar");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", NULL, NULL, 0);
 
 	tcase_add_test(tc, ranges_spec_example);
 	tcase_add_test(tc, ranges_without_flags_get_default_priority);
@@ -653,10 +652,5 @@ int main(void)
 	tcase_add_test(tc, strbuf_appends_formatted_text);
 	tcase_add_test(tc, strbuf_refuses_past_value_max);
 	tcase_add_test(tc, strbuf_refusal_restores_partial_tail);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

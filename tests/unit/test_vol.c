@@ -15,6 +15,7 @@
 #include "vol.h"
 #include "volatilefs.h"
 #include "vxattr.h"
+#include "utest.h"
 
 #define PG 4096u
 
@@ -23,18 +24,12 @@ static const struct fs_cred cred = { 0, 0 };
 
 static void setup(void)
 {
-	struct fs_config cfg = { .memory_limit = 1ull << 30, .root_mode = 0755 };
-
-	ck_assert_int_eq(fs_init(&fs, &cfg), 0);
-	evict_attach(&fs); /* writes that need room purge */
+	utest_fs_init(&fs, 0755, true);
 }
 
 static void teardown(void)
 {
-	fs_destroy(&fs);
-	/* Everything given back: no metadata, no reservation left. */
-	ck_assert_uint_eq(meta_bytes(), 0);
-	ck_assert_uint_eq(atomic_load(&fs.mem.charged), 0);
+	utest_fs_destroy(&fs);
 }
 
 static struct inode *file_with(const char *name, size_t size)
@@ -649,12 +644,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("vol");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", setup, teardown, 30);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, mark_shows_units_sorted_with_flags);
 	tcase_add_test(tc, overlapping_mark_absorbs_touching_stays);
 	tcase_add_test(tc, unmark_splits_and_reports_bytes_and_purged);
@@ -679,10 +670,5 @@ int main(void)
 	tcase_add_test(tc, units_past_eof_are_capped);
 	tcase_add_test(tc, units_past_eof_cap_counts_what_is_there_now);
 	tcase_add_test(tc, mark_flood_ends_at_the_limit);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }

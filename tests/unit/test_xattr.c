@@ -18,6 +18,7 @@
 #include "mem.h"
 #include "meta.h"
 #include "xattr.h"
+#include "utest.h"
 
 #define MiB (1ull << 20)
 #define BASE (10 * MiB)
@@ -356,11 +357,7 @@ static void setup_limited(void)
 	setup();
 	ck_assert_int_eq(arena_init(&arena), 0);
 	ck_assert_int_eq(mem_init(&mem, &arena, 1ull << 30, 0), 0);
-	/* Freeze base (the kernel's figure unread), so the room is exact to the byte. */
-	if (mem.statm_fd >= 0)
-		close(mem.statm_fd);
-	mem.statm_fd = -1;
-	atomic_store(&mem.base, (int64_t)BASE);
+	utest_mem_freeze(&mem, BASE); /* so the room is exact to the byte */
 	meta_bind(&mem);
 }
 
@@ -510,12 +507,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("xattr");
-	TCase *tc = tcase_create("core");
-	TCase *lim = tcase_create("no room");
-	SRunner *sr;
-	int failed;
+	TCase *tc = utest_tcase(s, "core", setup, teardown, 30);
+	TCase *lim = utest_tcase(s, "no room", setup_limited, teardown_limited, 30);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, empty_node_has_no_table_and_lists_nothing);
 	tcase_add_test(tc, set_then_find_reads_back_value_and_size);
 	tcase_add_test(tc, create_flag_refuses_an_existing_name_and_keeps_its_value);
@@ -525,20 +519,10 @@ int main(void)
 	tcase_add_test(tc, list_probes_fills_and_refuses_a_short_buffer);
 	tcase_add_test(tc, namespaces_are_counted_and_others_refused);
 	tcase_add_test(tc, thousands_of_names_match_a_model);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
 
-	tcase_add_checked_fixture(lim, setup_limited, teardown_limited);
 	tcase_add_test(lim, failed_first_set_leaves_no_table);
 	tcase_add_test(lim, failed_set_or_replace_changes_nothing);
 	tcase_add_test(lim, failed_growth_frees_the_new_entry_and_changes_nothing);
 	tcase_add_test(lim, shrinking_without_memory_keeps_the_larger_table);
-	tcase_set_timeout(lim, 30);
-	suite_add_tcase(s, lim);
-
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return utest_run(s);
 }
