@@ -3,7 +3,7 @@
 #
 #   contrib/xfstests.sh [--src DIR] [--tests 'generic/001 generic/002 ...' | --group GROUP]
 #                       [--budget SECONDS] [--fs tmpfs,pt-on,pt-off] [--daemon PATH]
-#                       [--work DIR] [--out FILE] [--no-deps]
+#                       [--work DIR] [--out FILE] [--no-deps] [--report-only]
 #
 # As root on Debian 12, outside the CI suite (the quick group takes far longer than its budget).
 #
@@ -37,6 +37,7 @@
 #    differing line of the .out.bad diff or the .notrun/.dmesg/.full hint) is printed and saved
 #    with the date, kernel, commits and exact command to bench/results/xfstests-latest.md (or
 #    --out FILE).
+#    --report-only makes the table again from the results of the last run in WORK.
 # 4. Every mount it makes is under WORK/mnt and is unmounted by an EXIT trap, also on failure or
 #    Ctrl-C; the trap also removes the /usr/local/sbin/volatilefs symlink if it made it.
 #
@@ -60,6 +61,7 @@ daemon=${VOLATILEFS_DAEMON:-}
 work=/var/tmp/volatilefs-xfstests
 out=$repo/bench/results/xfstests-latest.md
 deps=1
+report_only=0
 made_link=0
 command_line="$0${*:+ $(printf '%q ' "$@")}"
 command_line=${command_line% }
@@ -69,7 +71,7 @@ log() { echo "== $*" >&2; }
 
 usage()
 {
-	sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 	exit "${1:-0}"
 }
 
@@ -86,6 +88,7 @@ parse_args()
 		--work) work=$2; shift ;;
 		--out) out=$2; shift ;;
 		--no-deps) deps=0 ;;
+		--report-only) report_only=1 ;;
 		-h|--help) usage 0 ;;
 		*) echo "unknown argument: $1" >&2; usage 1 ;;
 		esac
@@ -285,8 +288,12 @@ reason()
 	fi
 	if [[ -f $dir/$t.out.bad ]]; then
 		golden=$xfs_dir/tests/$t.out
-		r=$(diff "$golden" "$dir/$t.out.bad" 2> /dev/null | grep -m1 -E '^[<>]' || true)
-		[[ -n $r ]] && { echo "$r" | cut -c1-160; return; }
+		[[ -f $golden ]] || golden=$(compgen -G "$golden.*" | head -1 || true)
+		# The first line the test printed and should not have; else the first it left out.
+		r=$(diff -u "$golden" "$dir/$t.out.bad" 2> /dev/null | sed 1,2d | grep -m1 '^+' || true)
+		[[ -n $r ]] || r=$(diff -u "$golden" "$dir/$t.out.bad" 2> /dev/null | sed 1,2d |
+			grep -m1 '^-' | sed 's/^-/missing: /' || true)
+		[[ -n $r ]] && { echo "${r#+}" | cut -c1-160; return; }
 	fi
 	if [[ -f $dir/$t.dmesg ]]; then
 		echo "dmesg: $(grep -m1 -vE '^\s*$' "$dir/$t.dmesg" | cut -c1-140)"
@@ -366,7 +373,11 @@ report()
 				echo "| $t | $fs | $st | $(unmounts "$t") | $(reason "$fs" "$t" | md_escape) |"
 			done
 		done
-		((any)) || echo "No test fails or is skipped on a volatilefs path that passes on tmpfs."
+		if [[ ,$fslist, != *,tmpfs,* ]]; then
+			echo "No tmpfs run to compare with."
+		elif ((!any)); then
+			echo "No test fails or is skipped on a volatilefs path that passes on tmpfs."
+		fi
 		echo
 		echo "Failing on tmpfs too (not counted against volatilefs):"
 		echo
@@ -389,6 +400,13 @@ main()
 	work=$(realpath "$work")
 	trap cleanup EXIT
 	trap 'exit 130' INT TERM
+	if ((report_only)); then
+		xfs_dir=$work/xfstests
+		xfs_rev=$(cat "$xfs_dir/.volatilefs-src-rev")
+		daemon=${daemon:-$(realpath "$SYS_LINK" 2> /dev/null || echo unknown)}
+		report
+		return
+	fi
 	install_deps
 	build_daemon
 	build_xfstests
