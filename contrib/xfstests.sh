@@ -2,7 +2,8 @@
 # contrib/xfstests.sh: xfstests' generic tests on tmpfs and on volatilefs (both data paths).
 #
 #   contrib/xfstests.sh [--src DIR] [--tests 'generic/001 generic/002 ...' | --group GROUP]
-#                       [--budget SECONDS] [--fs tmpfs,pt-on,pt-off] [--daemon PATH]
+#                       [--exclude 'generic/449 ...'] [--budget SECONDS]
+#                       [--fs tmpfs,pt-on,pt-off] [--daemon PATH]
 #                       [--work DIR] [--out FILE] [--no-deps] [--report-only]
 #
 # As root on Debian 12, outside the CI suite (the quick group takes far longer than its budget).
@@ -30,14 +31,17 @@
 #    (see the table's "unmounts" column).
 # 3. Runs `./check -g generic/quick` (or --group GROUP, or the --tests list) on each filesystem
 #    in turn (default all three: tmpfs, pt-on = volatilefs passthrough=on, pt-off =
-#    passthrough=off).  --budget SECONDS caps each filesystem's run (timeout(1)); tests not
+#    passthrough=off), less the tests of --exclude (check -e).  --budget SECONDS caps each
+#    filesystem's run (timeout(1)); tests not
 #    reached are counted as such.  Results go to WORK/results/FS/ (check.log, per-test
 #    .out.bad, .notrun, .full, .dmesg); the markdown table (pass/fail/not run per filesystem,
 #    then the tests failing or not run on a volatilefs path that pass on tmpfs, with the first
 #    differing line of the .out.bad diff or the .notrun/.dmesg/.full hint) is printed and saved
 #    with the date, kernel, commits and exact command to bench/results/xfstests-latest.md (or
 #    --out FILE).
-#    --report-only makes the table again from the results of the last run in WORK.
+#    --report-only makes the table again from the results of the last run in WORK, each
+#    filesystem's from its latest run (`--fs tmpfs` reruns tmpfs alone); each run's command and
+#    ./check arguments are kept in WORK/results/FS/command and the table shows them.
 # 4. Every mount it makes is under WORK/mnt and is unmounted by an EXIT trap, also on failure or
 #    Ctrl-C; the trap also removes the /usr/local/sbin/volatilefs symlink if it made it.
 #
@@ -54,6 +58,7 @@ readonly SYS_LINK=/usr/local/sbin/volatilefs
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 src=${XFSTESTS_SRC:-}
 tests=
+exclude=
 group=generic/quick
 budget=0
 fslist=tmpfs,pt-on,pt-off
@@ -71,7 +76,7 @@ log() { echo "== $*" >&2; }
 
 usage()
 {
-	sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 	exit "${1:-0}"
 }
 
@@ -81,6 +86,7 @@ parse_args()
 		case $1 in
 		--src) src=$2; shift ;;
 		--tests) tests=$2; shift ;;
+		--exclude) exclude=$2; shift ;;
 		--group) group=$2; shift ;;
 		--budget) budget=$2; shift ;;
 		--fs) fslist=$2; shift ;;
@@ -238,6 +244,7 @@ test_list()
 	else
 		echo "-g $group"
 	fi
+	[[ -z $exclude ]] || echo "-e ${exclude// /,}"
 }
 
 run_fs()
@@ -249,6 +256,8 @@ run_fs()
 	for m in $(mounts_under "$work/mnt/$fs"); do umount "$m"; done
 	mount_test "$fs"
 	log "$fs: ./check $(test_list)"
+	echo "\`$command_line\`: \`./check $(test_list | tr '\n' ' ')\`, budget $( ((budget)) && echo "$budget s" || echo none)" \
+		> "$work/results/$fs/command"
 	t0=$(date +%s)
 	# shellcheck disable=SC2046 # the list is words
 	(cd "$xfs_dir" && HOST_OPTIONS=$cfg \
@@ -296,7 +305,9 @@ reason()
 		[[ -n $r ]] && { echo "${r#+}" | cut -c1-160; return; }
 	fi
 	if [[ -f $dir/$t.dmesg ]]; then
-		echo "dmesg: $(grep -m1 -vE '^\s*$' "$dir/$t.dmesg" | cut -c1-140)"
+		# The first line after xfstests' own "run fstests" mark; the kernel log is the machine's,
+		# so this may come from another process (the OOM killer's victim is named).
+		echo "dmesg: $(grep -m1 -vE '^\s*$|run fstests' "$dir/$t.dmesg" | cut -c1-140)"
 		return
 	fi
 	r=$(grep -a -m1 -E "^$t .*(\[failed|_check_|mismatch)" "$dir/check.stdout" || true)
@@ -332,7 +343,9 @@ report()
 		echo "- volatilefs: $vrev (daemon $daemon)"
 		echo "- xfstests: $xfs_rev"
 		echo "- command: \`$command_line\`"
-		echo "- tests: \`./check $(test_list)\`, budget per filesystem: $( ((budget)) && echo "$budget s" || echo none)"
+		for fs in ${fslist//,/ }; do
+			echo "- $fs run by $(cat "$work/results/$fs/command" 2> /dev/null || echo '(not recorded)')"
+		done
 		echo "- pt-on: volatilefs -o passthrough=on; pt-off: -o passthrough=off; both mounted with"
 		echo "  \`mount -t fuse.volatilefs\` through mount.fuse3 (FSTYP=fuse, FUSE_SUBTYP=.volatilefs)"
 		echo
