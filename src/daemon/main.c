@@ -360,6 +360,15 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "volatilefs: cannot take over /dev/fuse I/O\n");
 		goto out_unmount;
 	}
+	/* fusermount3 mounted nosuid,nodev: what root asked for, by a bind
+	 * remount (a user's request meets EPERM, and the mount stays so). */
+	if (getuid() == 0 && strncmp(copts.mountpoint, "/dev/fd/", 8) != 0 &&
+	    (ret = remount_asked_flags(copts.mountpoint, argc, argv)) != 0) {
+		fprintf(stderr, "volatilefs: dev, suid or exec: %s\n", strerror(-ret));
+		ret = 1;
+		goto out_unmount;
+	}
+	ret = 1;
 	if (fuse_daemonize(copts.foreground) != 0)
 		goto out_unmount;
 	/* Threads start after fuse_daemonize(), which forks; and our RSS is

@@ -204,3 +204,27 @@ int remount_run(const char *mountpoint, const struct opts *o, const struct fuse_
 	}
 	return 0;
 }
+
+int remount_asked_flags(const char *mountpoint, int argc, char *argv[])
+{
+	struct mount_entry me;
+	unsigned long flags, was;
+	int ret;
+
+	if (!opts_asked(argc, argv, "dev") && !opts_asked(argc, argv, "suid") &&
+	    !opts_asked(argc, argv, "exec"))
+		return 0;
+	ret = mount_entry_find(mountpoint, &me);
+	if (ret)
+		return ret;
+	was = flags = flags_of(me.opts);
+	if (opts_asked(argc, argv, "dev"))
+		flags &= ~(unsigned long)MS_NODEV;
+	if (opts_asked(argc, argv, "suid"))
+		flags &= ~(unsigned long)MS_NOSUID;
+	if (opts_asked(argc, argv, "exec"))
+		flags &= ~(unsigned long)MS_NOEXEC;
+	if (flags != was && mount(NULL, mountpoint, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
+		return -errno;
+	return 0;
+}

@@ -14,6 +14,8 @@
 # - mount.fuse3 run directly keeps the caller's PATH (a symlink to DAEMON
 #   in a temporary directory is found) and passes some fstab-only options
 #   (x-systemd.automount, comment=x) on to the daemon, which ignores them;
+# - `-o dev,suid` gives the mount point dev and suid (fusermount3, which mounts
+#   for auto_unmount, would leave it nosuid,nodev), and a device node works;
 # - `mount -o remount,...` changes memory_limit and the mount point's flags
 #   (ro, rw) of the live mount and refuses, naming it, an option only a new
 #   mount can change;
@@ -200,6 +202,21 @@ done
 ok "remount of an option only a new mount can change: refused, with the way that works"
 rm "$mnt/kept" "$mnt/new"
 unmount_checks "mount -t"
+
+# 2c. -o dev,suid (root): fusermount3, which mounts for libfuse's auto_unmount,
+# makes every mount nosuid,nodev; the daemon gives root what it asked for, so a
+# device node works as on tmpfs (xfstests generic/184, generic/434).
+mount -t fuse.volatilefs volatilefs "$mnt" -o dev,suid ||
+	fail "mount -t fuse.volatilefs volatilefs $mnt -o dev,suid failed"
+flags=$(M=$mnt awk '$5 == ENVIRON["M"] { print $6 }' /proc/self/mountinfo | tail -n 1)
+[[ ,$flags, != *,nodev,* && ,$flags, != *,nosuid,* ]] ||
+	fail "-o dev,suid: the mount point's flags are $flags"
+mknod "$mnt/null" c 1 3
+echo x > "$mnt/null" || fail "-o dev,suid: writing to a character device node failed"
+rm "$mnt/null"
+dpid=$(find_daemon "$mnt") || fail "-o dev,suid: no daemon serving $mnt"
+unmount_checks "-o dev,suid"
+ok "-o dev,suid: the mount point is $flags, and a device node on it works"
 
 # 3. An fstab line, with the options meant for mount(8) and systemd.
 fstab=$tmp/fstab
