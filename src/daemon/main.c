@@ -364,7 +364,7 @@ int main(int argc, char *argv[])
 	 * remount (a user's request meets EPERM, and the mount stays so). */
 	if (getuid() == 0 && strncmp(copts.mountpoint, "/dev/fd/", 8) != 0 &&
 	    (ret = remount_asked_flags(copts.mountpoint, argc, argv)) != 0) {
-		fprintf(stderr, "volatilefs: dev, suid or exec: %s\n", strerror(-ret));
+		fprintf(stderr, "volatilefs: dev or suid: %s\n", strerror(-ret));
 		ret = 1;
 		goto out_unmount;
 	}

@@ -211,8 +211,7 @@ int remount_asked_flags(const char *mountpoint, int argc, char *argv[])
 	unsigned long flags, was;
 	int ret;
 
-	if (!opts_asked(argc, argv, "dev") && !opts_asked(argc, argv, "suid") &&
-	    !opts_asked(argc, argv, "exec"))
+	if (!opts_asked(argc, argv, "dev") && !opts_asked(argc, argv, "suid"))
 		return 0;
 	ret = mount_entry_find(mountpoint, &me);
 	if (ret)
@@ -222,8 +221,6 @@ int remount_asked_flags(const char *mountpoint, int argc, char *argv[])
 		flags &= ~(unsigned long)MS_NODEV;
 	if (opts_asked(argc, argv, "suid"))
 		flags &= ~(unsigned long)MS_NOSUID;
-	if (opts_asked(argc, argv, "exec"))
-		flags &= ~(unsigned long)MS_NOEXEC;
 	if (flags != was && mount(NULL, mountpoint, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
 		return -errno;
 	return 0;

@@ -58,7 +58,7 @@ int remount_run(const char *mountpoint, const struct opts *o, const struct fuse_
 /*
  * After our own mount through fusermount3 (libfuse's auto_unmount): it
  * mounts nosuid,nodev whatever the options asked, as it must for users.
- * For root, give the mount point the dev, suid and exec the command line
+ * For root, give the mount point the dev and suid the command line
  * (argc, argv) asked for, by a bind remount.  Zero, or -errno.
  */
 int remount_asked_flags(const char *mountpoint, int argc, char *argv[]);
